@@ -1,0 +1,80 @@
+"""Shared transformer building blocks: ReZero layers on fused attention, ALiBi biases."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head self-attention on `scaled_dot_product_attention` (fused kernels where possible)."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"Expected dim divisible by heads, got dim={dim}, heads={heads}.")
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """`x` (B, L, d); `attn_mask` bool (True = attend) or additive float, broadcastable to
+        (B, heads, L, L)."""
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if attn_mask is not None and attn_mask.dtype != torch.bool:
+            attn_mask = attn_mask.to(q.dtype)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        return self.out(y.transpose(1, 2).reshape(b, n, d))
+
+
+class ReZeroLayer(nn.Module):
+    """Transformer encoder layer with ReZero residuals (x + alpha * f(x), alpha starts at 0)."""
+
+    def __init__(self, dim: int, heads: int, ff_dim: int) -> None:
+        super().__init__()
+        self.attn = MultiHeadAttention(dim, heads)
+        self.ff = nn.Sequential(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Linear(ff_dim, dim))
+        self.alpha_attn = nn.Parameter(torch.zeros(1))
+        self.alpha_ff = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.alpha_attn * self.attn(x, attn_mask)
+        return x + self.alpha_ff * self.ff(x)
+
+
+class ReZeroEncoder(nn.Module):
+    """A stack of `layers` ReZero layers."""
+
+    def __init__(self, dim: int, heads: int, ff_dim: int, layers: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(ReZeroLayer(dim, heads, ff_dim) for _ in range(layers))
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, attn_mask)
+        return x
+
+
+def alibi_slopes(heads: int) -> torch.Tensor:
+    """Per-head ALiBi slopes 2^(-8 i / heads), i = 1..heads (Press et al. 2022)."""
+    return torch.tensor([2 ** (-8 * (i + 1) / heads) for i in range(heads)])
+
+
+def alibi_bias(length: int, heads: int, device: torch.device | None = None) -> torch.Tensor:
+    """Additive attention bias (heads, L, L): -slope * |i - j|, symmetric for encoders."""
+    pos = torch.arange(length, device=device)
+    dist = (pos.view(1, -1) - pos.view(-1, 1)).abs().float()
+    return -alibi_slopes(heads).to(device).view(-1, 1, 1) * dist
+
+
+def sinusoidal_encoding(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Standard sinusoidal encoding of integer `positions` (...,) into (..., dim)."""
+    half = dim // 2
+    freq = torch.exp(-math.log(10000.0) * torch.arange(half, device=positions.device) / half)
+    angles = positions.unsqueeze(-1).float() * freq
+    enc = torch.cat([angles.sin(), angles.cos()], dim=-1)
+    return F.pad(enc, (0, dim - 2 * half))

@@ -1,0 +1,134 @@
+"""The constructive-step protocol every problem implements (see docs/adding_a_problem.md).
+
+An `Env` holds only configuration. Per-instance data lives in immutable `Batch` dataclasses
+(instances and states) whose fields are all tensors sharing a leading batch dimension, so that
+decoders can gather, scatter and concatenate rows without knowing the problem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from typing import TypeVar
+
+import torch
+
+B = TypeVar("B", bound="Batch")
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """Immutable batch of tensors, each with the same leading batch dimension."""
+
+    def __post_init__(self) -> None:
+        sizes = {f.name: getattr(self, f.name).shape[0] for f in dataclasses.fields(self)}
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"{type(self).__name__}: fields disagree on batch size: {sizes}")
+
+    @property
+    def batch_size(self) -> int:
+        """Number of rows."""
+        return getattr(self, dataclasses.fields(self)[0].name).shape[0]
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the first field."""
+        return getattr(self, dataclasses.fields(self)[0].name).device
+
+    def index(self: B, idx: torch.Tensor) -> B:
+        """Rows `idx` (repeats allowed) as a new batch."""
+        return dataclasses.replace(self, **{k: v[idx] for k, v in self._items()})
+
+    def put(self: B, idx: torch.Tensor, rows: B) -> B:
+        """A copy of this batch with rows `idx` replaced by the rows of `rows`."""
+        out = {}
+        for k, v in self._items():
+            new = v.clone()
+            new[idx] = getattr(rows, k)
+            out[k] = new
+        return dataclasses.replace(self, **out)
+
+    def to(self: B, device: torch.device | str) -> B:
+        """The batch on another device."""
+        return dataclasses.replace(self, **{k: v.to(device) for k, v in self._items()})
+
+    def _items(self) -> list[tuple[str, torch.Tensor]]:
+        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+    def __len__(self) -> int:
+        return self.batch_size
+
+
+def cat(batches: list[B]) -> B:
+    """Concatenate batches of one type along the batch dimension."""
+    if not batches:
+        raise ValueError("cat() needs at least one batch")
+    first = batches[0]
+    return dataclasses.replace(
+        first, **{k: torch.cat([getattr(b, k) for b in batches]) for k, _ in first._items()}
+    )
+
+
+class Env(ABC):
+    """A problem as a sequence of token choices over batched immutable states.
+
+    Subclasses implement the abstract methods; `index` defaults to gathering state rows.
+    `num_actions(instances)` is the width A of masks and logits for those instances.
+    """
+
+    name: str = "env"
+
+    @abstractmethod
+    def generate(self, num: int, generator: torch.Generator | None = None) -> Batch:
+        """`num` random instances from the training distribution."""
+
+    @abstractmethod
+    def reset(self, instances: Batch) -> Batch:
+        """Root states, one per instance."""
+
+    @abstractmethod
+    def step(self, state: Batch, actions: torch.Tensor) -> Batch:
+        """New states after `actions` Long[B]; `state` is never mutated."""
+
+    @abstractmethod
+    def action_mask(self, state: Batch) -> torch.Tensor:
+        """Bool[B, A], True where the action is feasible."""
+
+    @abstractmethod
+    def is_done(self, state: Batch) -> torch.Tensor:
+        """Bool[B], True for complete solutions."""
+
+    @abstractmethod
+    def objective(self, state: Batch) -> torch.Tensor:
+        """Float[B], larger is better; valid where done."""
+
+    def index(self, state: B, idx: torch.Tensor) -> B:
+        """Rows `idx` of `state`, repeats allowed."""
+        return state.index(idx)
+
+    def cost(self, objective: torch.Tensor) -> torch.Tensor:
+        """The problem's natural cost (tour length, makespan) from an objective."""
+        return -objective
+
+    def max_steps(self, instances: Batch) -> int:
+        """Upper bound on episode length, used to size action buffers."""
+        raise NotImplementedError
+
+    def training_batch(
+        self,
+        instances: Batch,
+        actions: torch.Tensor,
+        generator: torch.Generator | None = None,
+    ) -> tuple[Batch, torch.Tensor]:
+        """States drawn from expert trajectories and the expert's next action.
+
+        `actions` Long[B, T] (pad -1) are complete solutions of `instances`. The default replays
+        a random prefix (one length per batch); problems override it with sub-problems and
+        augmentations.
+        """
+        lengths = (actions >= 0).sum(1)
+        t = int(torch.randint(0, int(lengths.min()), (1,), generator=generator))
+        state = self.reset(instances)
+        for j in range(t):
+            state = self.step(state, actions[:, j])
+        return state, actions[:, t]
