@@ -7,6 +7,7 @@ end after two steps, so episodes differ in length.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import torch
 
@@ -71,6 +72,26 @@ def leaf_value(prefix: tuple[int, ...]) -> float:
     return ((code * 7919) % 101) / 101.0
 
 
+def _build_tables() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Feasibility, termination and value per prefix code, so the env is vectorized."""
+    size = 4**DEPTH
+    mask = torch.zeros(size, ACTIONS, dtype=torch.bool)
+    done = torch.zeros(size, dtype=torch.bool)
+    value = torch.full((size,), -torch.inf, dtype=torch.float64)
+    for d in range(DEPTH + 1):
+        for p in itertools.product(range(ACTIONS), repeat=d):
+            code = int(prefix_code(torch.tensor(list(p) + [-1] * (DEPTH - d))))
+            done[code] = terminal(p)
+            if done[code]:
+                value[code] = leaf_value(p)
+            else:
+                mask[code, feasible(p)] = True
+    return mask, done, value
+
+
+_TABLES = _build_tables()
+
+
 class ToyEnv(Env):
     """The toy tree as an Env."""
 
@@ -94,29 +115,13 @@ class ToyEnv(Env):
         return ToyState(prefix=prefix, depth=state.depth + 1)
 
     def action_mask(self, state: ToyState) -> torch.Tensor:
-        rows = []
-        for p, d in zip(state.prefix.tolist(), state.depth.tolist(), strict=True):
-            ok = feasible(tuple(p[:d]))
-            rows.append([a in ok for a in range(ACTIONS)])
-        return torch.tensor(rows, dtype=torch.bool).view(-1, ACTIONS)
+        return _TABLES[0][prefix_code(state.prefix)]
 
     def is_done(self, state: ToyState) -> torch.Tensor:
-        return torch.tensor(
-            [
-                terminal(tuple(p[:d]))
-                for p, d in zip(state.prefix.tolist(), state.depth.tolist(), strict=True)
-            ],
-            dtype=torch.bool,
-        )
+        return _TABLES[1][prefix_code(state.prefix)]
 
     def objective(self, state: ToyState) -> torch.Tensor:
-        return torch.tensor(
-            [
-                leaf_value(tuple(p[:d]))
-                for p, d in zip(state.prefix.tolist(), state.depth.tolist(), strict=True)
-            ],
-            dtype=torch.float64,
-        )
+        return _TABLES[2][prefix_code(state.prefix)]
 
     def max_steps(self, instances: ToyInstances) -> int:
         return DEPTH
