@@ -236,7 +236,7 @@ def gumbeldore(
     n, dev = roots.batch_size, roots.device
     max_steps = env.max_steps(instances)
     num_actions = env.action_mask(roots).shape[1]
-    trie = Trie(num_actions, dev, capacity=max(1024, n * beam_width * 8))
+    trie = Trie(num_actions, dev, capacity=max(1024, n * beam_width * max_steps))
     root_nodes = torch.full((n,), -1, dtype=torch.long, device=dev)
     shift = sigma if update != "none" else 0.0
     rounds_out: list[Leaves] = []
