@@ -32,6 +32,8 @@ def masked_logits(
     """Policy logits (L, A) in float64 with infeasible actions at -inf.
 
     Rows with a single feasible action are not sent to the policy (their choice is forced).
+    A policy may rule out feasible actions with -inf (candidate restriction such as knn), as
+    long as one feasible action per row keeps a finite logit.
     """
     out = torch.where(mask, 0.0, -torch.inf).to(torch.float64)
     need = (mask.sum(1) > 1).nonzero().squeeze(1)
@@ -45,10 +47,12 @@ def masked_logits(
     STATS.seconds += time.perf_counter() - start
     STATS.rows += need.numel()
     STATS.calls += 1
-    logits = logits.to(torch.float64)
-    if not torch.isfinite(logits[mask[need]]).all():
-        raise FloatingPointError("Policy returned non-finite logits for feasible actions.")
-    out[need] = torch.where(mask[need], logits, -torch.inf)
+    logits = torch.where(mask[need], logits.to(torch.float64), -torch.inf)
+    if bool(torch.isnan(logits).any() | (logits == torch.inf).any()):
+        raise FloatingPointError("Policy returned NaN or +inf logits for feasible actions.")
+    if not bool((logits > -torch.inf).any(1).all()):
+        raise FloatingPointError("Policy gave -inf to every feasible action of a row.")
+    out[need] = logits
     return out
 
 
