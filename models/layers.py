@@ -10,7 +10,7 @@ from torch import nn
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head self-attention on `scaled_dot_product_attention` (fused kernels where possible)."""
+    """Multi-head self-attention on `scaled_dot_product_attention` (fused kernels)."""
 
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()

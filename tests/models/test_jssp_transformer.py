@@ -1,0 +1,192 @@
+"""JSSPTransformer: job/machine renumbering symmetry, masking, batch independence, precision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from models.jssp_transformer import JSSPTransformer
+from models.layers import sinusoidal_encoding
+from problems.jssp import JSSPEnv, JSSPInstances, JSSPState
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
+
+
+def tiny_net(seed: int = 0) -> JSSPTransformer:
+    """A tiny network with non-zero ReZero gates, so that every attention layer matters."""
+    torch.manual_seed(seed)
+    net = JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32)
+    for name, param in net.named_parameters():
+        if "alpha" in name:
+            torch.nn.init.uniform_(param, 0.5, 1.0)
+    return net.eval()
+
+
+def mid_episode(env: JSSPEnv, instances: JSSPInstances, steps: int, seed: int) -> JSSPState:
+    """The state after `steps` random feasible actions (same random choices per row order)."""
+    gen = torch.Generator().manual_seed(seed)
+    state = env.reset(instances)
+    for _ in range(steps):
+        mask = env.action_mask(state)
+        state = env.step(state, torch.multinomial(mask.double(), 1, generator=gen).squeeze(1))
+    return state
+
+
+def relabel(state: JSSPState, jobs: torch.Tensor, machines: torch.Tensor) -> JSSPState:
+    """The same partial schedule with jobs reordered by `jobs` and machine k renamed machines[k]."""
+    inverse = machines.argsort()
+    return JSSPState(
+        durations=state.durations[:, jobs],
+        machines=machines[state.machines[:, jobs]],
+        next_op=state.next_op[:, jobs],
+        job_ready=state.job_ready[:, jobs],
+        machine_ready=state.machine_ready[:, inverse],
+        start=state.start[:, jobs],
+    )
+
+
+def paper_logits(net: JSSPTransformer, state: JSSPState) -> torch.Tensor:
+    """The network written as in paper D.4.2: machine-wise layers attend over the whole J*M
+    sequence masked to equal machines (no folding), job-wise ALiBi from explicit positions."""
+    b, j, m = state.durations.shape
+    d, jm = net.dim, j * m
+    unfinished = state.next_op < m
+    nxt = state.next_op.clamp(max=m - 1)
+    ready = torch.maximum(
+        state.job_ready,
+        state.machine_ready.gather(1, state.machines.gather(2, nxt[..., None])[..., 0]),
+    )
+    ready = ready - ready.masked_fill(~unfinished, float("inf")).amin(1, keepdim=True)
+    ready = ready.masked_fill(~unfinished, 0.0)
+    feats = torch.stack([state.durations, ready[..., None].expand(b, j, m)], -1).float() / 100
+    x = net.embed(feats) + sinusoidal_encoding(torch.arange(m), d)
+    scheduled = torch.arange(m) < state.next_op[..., None]
+    slopes = torch.tensor([2 ** (-8 * (k + 1) / net.heads) for k in range(net.heads)])
+    offsets = torch.arange(m)[None, :] - torch.arange(m)[:, None]  # key index - query index
+    allowed = ~scheduled[:, :, None, :] | torch.eye(m, dtype=torch.bool)
+    job_bias = torch.where(
+        allowed.reshape(b * j, 1, m, m), slopes[:, None, None] * offsets, float("-inf")
+    )
+    flat_machines, flat_scheduled = state.machines.reshape(b, jm), scheduled.reshape(b, jm)
+    same = flat_machines[:, :, None] == flat_machines[:, None, :]
+    visible = ~flat_scheduled[:, None, :] | torch.eye(jm, dtype=torch.bool)
+    machine_mask = (same & visible)[:, None]
+    for job_layer, machine_layer in zip(net.job_layers, net.machine_layers, strict=True):
+        x = job_layer(x.reshape(b * j, m, d), job_bias).reshape(b, jm, d)
+        x = machine_layer(x, machine_mask).reshape(b, j, m, d)
+    nxt_ops = x[torch.arange(b)[:, None], torch.arange(j)[None, :], nxt]
+    final_mask = (unfinished[:, None, :] | torch.eye(j, dtype=torch.bool))[:, None]
+    logits = net.head(net.final(nxt_ops, final_mask)).squeeze(-1)
+    return logits.masked_fill(~unfinished, float("-inf"))
+
+
+@pytest.mark.parametrize("steps", [0, 9, 19])
+def test_folded_network_equals_paper_formulation(steps: int) -> None:
+    """Folding machines into the batch computes the same logits as full J*M masked attention."""
+    env = JSSPEnv(5, 4)
+    state = mid_episode(env, env.generate(3, torch.Generator().manual_seed(8)), steps, seed=3)
+    net = tiny_net(1)
+    with torch.no_grad():
+        torch.testing.assert_close(net(state), paper_logits(net, state), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("steps", [0, 7, 17])
+def test_job_permutation_equivariance_and_machine_invariance(steps: int) -> None:
+    """Permuting jobs permutes the logits; renaming machines leaves them unchanged (to 1e-4)."""
+    env = JSSPEnv(5, 4)
+    instances = env.generate(3, torch.Generator().manual_seed(0))
+    state = mid_episode(env, instances, steps, seed=1)
+    net = tiny_net()
+    jobs, machines = torch.tensor([3, 0, 4, 1, 2]), torch.tensor([2, 3, 1, 0])
+    with torch.no_grad():
+        base = net(state)
+        permuted = net(relabel(state, jobs, torch.arange(4)))
+        renamed = net(relabel(state, torch.arange(5), machines))
+    torch.testing.assert_close(permuted, base[:, jobs], atol=1e-4, rtol=0)
+    torch.testing.assert_close(renamed, base, atol=1e-4, rtol=0)
+    assert not torch.allclose(base[:, 0], base[:, 1])  # logits differ across jobs
+
+
+def test_finished_jobs_masked_without_nan() -> None:
+    """Finished jobs get -inf, unfinished ones finite, even with one job left to schedule."""
+    env = JSSPEnv(3, 3)
+    instances = env.generate(2, torch.Generator().manual_seed(2))
+    state = env.reset(instances)
+    for job in [0, 0, 0, 1, 1, 1, 2, 2]:
+        state = env.step(state, torch.tensor([job, job]))
+        with torch.no_grad():
+            logits = tiny_net()(state)
+        feasible = env.action_mask(state)
+        assert bool(torch.isfinite(logits[feasible]).all())
+        assert bool((logits[~feasible] == float("-inf")).all())
+
+
+def test_rows_are_independent_of_batch_composition() -> None:
+    """A row's logits do not depend on which other rows share the batch."""
+    env = JSSPEnv(4, 3)
+    instances = env.generate(4, torch.Generator().manual_seed(3))
+    state = mid_episode(env, instances, 5, seed=4)
+    net = tiny_net()
+    with torch.no_grad():
+        full = net(state)
+        part = net(state.index(torch.tensor([2, 0, 2])))
+    torch.testing.assert_close(part, full[[2, 0, 2]], atol=1e-5, rtol=0)
+
+
+def test_logits_depend_on_availability_times() -> None:
+    """Shifting one job's ready time changes the logits: the start-time feature is used."""
+    env = JSSPEnv(3, 3)
+    state = mid_episode(env, env.generate(1, torch.Generator().manual_seed(5)), 2, seed=0)
+    later = JSSPState(
+        **{**state.__dict__, "job_ready": state.job_ready + torch.tensor([50.0, 0, 0])}
+    )
+    net = tiny_net()
+    with torch.no_grad():
+        assert not torch.allclose(net(state), net(later))
+
+
+def test_bf16_close_to_fp32_and_bad_precision() -> None:
+    """bf16 autocast returns float32 logits close to the fp32 ones; unknown precisions raise."""
+    env = JSSPEnv(4, 3)
+    state = mid_episode(env, env.generate(2, torch.Generator().manual_seed(6)), 3, seed=1)
+    net = tiny_net()
+    half = JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32, precision="bf16")
+    half.load_state_dict(net.state_dict())
+    with torch.no_grad():
+        out = half.eval()(state)
+        ref = net(state)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, ref, atol=0.1, rtol=0.05)
+    with pytest.raises(ValueError, match="precision"):
+        JSSPTransformer(precision="fp16")
+
+
+def test_gradients_reach_all_parameters() -> None:
+    """A cross-entropy loss on the logits back-propagates into every parameter."""
+    env = JSSPEnv(4, 3)
+    instances = env.generate(3, torch.Generator().manual_seed(7))
+    state = mid_episode(env, instances, 4, seed=2)
+    net = tiny_net().train()
+    target = env.action_mask(state).float().argmax(1)
+    torch.nn.functional.cross_entropy(net(state), target).backward()
+    missing = [n for n, p in net.named_parameters() if p.grad is None or not p.grad.any()]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("name", "dim", "pairs"),
+    [("jssp_transformer.yaml", 64, 3), ("jssp_transformer_tiny.yaml", 16, 1)],
+)
+def test_hydra_configs_instantiate(name: str, dim: int, pairs: int) -> None:
+    """Both model configs build a JSSPTransformer of the stated size that runs on a JSSP state."""
+    net = instantiate(OmegaConf.load(CONFIGS / name))
+    assert isinstance(net, JSSPTransformer) and net.dim == dim
+    assert len(net.job_layers) == pairs == len(net.machine_layers)
+    env = JSSPEnv(3, 2)
+    with torch.no_grad():
+        logits = net(env.reset(env.generate(2, torch.Generator().manual_seed(0))))
+    assert logits.shape == (2, 3) and bool(torch.isfinite(logits).all())
