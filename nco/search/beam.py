@@ -108,31 +108,40 @@ def run_round(
             logp = logp_orig
         logp = nucleus(logp, top_p)
         children = phi[live].unsqueeze(1) + logp
+        feasible = (children > -torch.inf).sum(1)
+        # Within a row the truncated keys are monotone in the perturbed ones, so only each
+        # row's k best children can enter the beam: keep those before transforming.
+        row_k = min(k, num_actions)
         if stochastic:
             noise = gumbel(tuple(children.shape), generator, dev)
             perturbed = torch.where(children > -torch.inf, children + noise, children)
-            scores = truncated_gumbel(perturbed, key[live])
+            z = perturbed.amax(dim=1, keepdim=True)
+            best, best_act = perturbed.topk(row_k, dim=1)
+            scores = truncated_gumbel(best, key[live], z)
         else:
-            scores = children
+            scores, best_act = children.topk(row_k, dim=1)
 
-        width = num_actions + 1
+        width = row_k + 1
         cand = torch.full((slots, width), -torch.inf, dtype=torch.float64, device=dev)
-        cand[live, :num_actions] = scores
+        cand[live, :row_k] = scores
         finished = valid.clone()
         finished[live] = False
-        cand[finished, num_actions] = key[finished]
+        cand[finished, row_k] = key[finished]
         flat = cand.view(n, k * width)
-        pruned |= (flat > -torch.inf).sum(1) > k
+        slot_feasible = finished.to(torch.long)
+        slot_feasible[live] += feasible
+        pruned |= slot_feasible.view(n, k).sum(1) > k
         top_val, top_idx = flat.topk(k, dim=1)
         parent = (first.unsqueeze(1) + top_idx // width).view(-1)
-        action = (top_idx % width).view(-1)
+        column = (top_idx % width).view(-1)
         key = top_val.reshape(-1)
         valid = key > -torch.inf
-        cont = (valid & (action < num_actions)).nonzero().squeeze(1)
+        cont = (valid & (column < row_k)).nonzero().squeeze(1)
 
         pos = torch.full((slots,), -1, dtype=torch.long, device=dev)
         pos[live] = torch.arange(live.numel(), device=dev)
-        pl, a = pos[parent[cont]], action[cont]
+        pl = pos[parent[cont]]
+        a = best_act[pl, column[cont]]
         phi = phi[parent]
         phi[cont] = children[pl, a]
         logprob = logprob[parent]

@@ -216,13 +216,15 @@ def gumbeldore(
     p_min: float = 1.0,
     update: str = "global",
     generator: torch.Generator | None = None,
+    top_p: float | None = None,
 ) -> Solutions:
     """Round-wise SBS over a persistent trie with policy updates (paper Algorithm 2).
 
     Each round samples `beam_width` new sequences without replacement (across all rounds),
     then shifts the trie's logits by sigma x advantage ("global": eq. 6, "local": eq. 1,
     "none": plain round-wise sampling without replacement). The nucleus grows from `p_min`
-    to 1 over the rounds. Fewer sequences come back (padded) when the domain runs out.
+    to 1 over the rounds; a given `top_p` instead fixes the nucleus for every round (the
+    paper's inference setting). Fewer sequences come back (padded) when the domain runs out.
     """
     _check_positive("beam_width", beam_width)
     _check_positive("rounds", rounds)
@@ -232,15 +234,18 @@ def gumbeldore(
         raise ValueError(f"Expected p_min in (0, 1], got {p_min}.")
     if sigma < 0:
         raise ValueError(f"Expected sigma >= 0, got {sigma}.")
+    if top_p is not None:
+        _check_top_p(top_p)
+    schedule = nucleus_schedule(rounds, p_min) if top_p is None else [top_p] * rounds
     roots = env.reset(instances)
     n, dev = roots.batch_size, roots.device
     max_steps = env.max_steps(instances)
     num_actions = env.action_mask(roots).shape[1]
-    trie = Trie(num_actions, dev, capacity=max(1024, n * beam_width * max_steps))
+    trie = Trie(num_actions, dev, capacity=max(1024, rounds * n * beam_width * max_steps))
     root_nodes = torch.full((n,), -1, dtype=torch.long, device=dev)
     shift = sigma if update != "none" else 0.0
     rounds_out: list[Leaves] = []
-    for top_p in nucleus_schedule(rounds, p_min):
+    for round_p in schedule:
         root_key = gumbel((n,), generator, dev)
         known = root_nodes >= 0
         if bool(known.any()):
@@ -254,7 +259,7 @@ def gumbeldore(
             max_steps,
             stochastic=True,
             root_key=root_key,
-            top_p=top_p,
+            top_p=round_p,
             generator=generator,
             trie=trie,
             root_nodes=root_nodes,

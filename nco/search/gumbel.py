@@ -22,14 +22,17 @@ def log1mexp(a: torch.Tensor) -> torch.Tensor:
     )
 
 
-def truncated_gumbel(perturbed: torch.Tensor, maximum: torch.Tensor) -> torch.Tensor:
+def truncated_gumbel(
+    perturbed: torch.Tensor, maximum: torch.Tensor, row_max: torch.Tensor | None = None
+) -> torch.Tensor:
     """Condition Gumbels `perturbed` (L, A) on their row maximum being `maximum` (L,).
 
     Implements G = T - softplus(T - G~ + log1mexp(G~ - Z)) in its stable form; -inf entries
-    (infeasible children) stay -inf and no NaN arises from -inf - -inf.
+    (infeasible children) stay -inf and no NaN arises from -inf - -inf. `row_max` (L, 1) is
+    Z, the maximum over all children, when `perturbed` holds only some of them.
     """
     finite = perturbed > -torch.inf
-    z = perturbed.amax(dim=1, keepdim=True)
+    z = perturbed.amax(dim=1, keepdim=True) if row_max is None else row_max
     t = maximum.unsqueeze(1)
     g = torch.where(finite, perturbed, z)  # placeholder values where infeasible
     v = t - g + log1mexp(g - z)

@@ -18,36 +18,32 @@ class Trie:
         self.num_actions = num_actions
         self.device = device
         self.size = 0
-        self.logp = torch.empty(0, num_actions, dtype=torch.float64, device=device)
-        self.logmass = torch.empty_like(self.logp)
-        self.adv = torch.empty_like(self.logp)
-        self.child = torch.empty(0, num_actions, dtype=torch.long, device=device)
-        self._grow(capacity)
+        self.logp, self.logmass, self.adv, self.child = self._alloc(capacity)
+
+    def _alloc(self, rows: int) -> tuple[torch.Tensor, ...]:
+        """Uninitialized storage for `rows` nodes (pages are touched only when written)."""
+        shape, dev = (rows, self.num_actions), self.device
+        f64 = [torch.empty(shape, dtype=torch.float64, device=dev) for _ in range(3)]
+        return (*f64, torch.empty(shape, dtype=torch.long, device=dev))
 
     def _grow(self, capacity: int) -> None:
-        extra = capacity - self.logp.shape[0]
-        if extra <= 0:
-            return
-        a, dev = self.num_actions, self.device
-        self.logp = torch.cat([self.logp, torch.empty(extra, a, dtype=torch.float64, device=dev)])
-        self.logmass = torch.cat(
-            [self.logmass, torch.empty(extra, a, dtype=torch.float64, device=dev)]
-        )
-        self.adv = torch.cat([self.adv, torch.empty(extra, a, dtype=torch.float64, device=dev)])
-        self.child = torch.cat([self.child, torch.empty(extra, a, dtype=torch.long, device=dev)])
+        new = self._alloc(capacity)
+        for old, fresh in zip((self.logp, self.logmass, self.adv, self.child), new, strict=True):
+            fresh[: self.size] = old[: self.size]
+        self.logp, self.logmass, self.adv, self.child = new
 
     def add(self, logp: torch.Tensor) -> torch.Tensor:
         """Store newly expanded nodes with policy log-probabilities `logp` (M, A); return ids."""
         m = logp.shape[0]
         if self.size + m > self.logp.shape[0]:
             self._grow(max(2 * self.logp.shape[0], self.size + m))
-        ids = torch.arange(self.size, self.size + m, device=self.device)
-        self.logp[ids] = logp
-        self.logmass[ids] = logp
-        self.adv[ids] = 0.0
-        self.child[ids] = -1
-        self.size += m
-        return ids
+        lo, hi = self.size, self.size + m
+        self.logp[lo:hi] = logp
+        self.logmass[lo:hi] = logp
+        self.adv[lo:hi] = 0.0
+        self.child[lo:hi] = -1
+        self.size = hi
+        return torch.arange(lo, hi, device=self.device)
 
     def logits(self, ids: torch.Tensor, sigma: float) -> torch.Tensor:
         """Unnormalized sampling logits of `ids`: unsampled log-mass plus sigma x advantage."""

@@ -16,7 +16,7 @@ from toy_tree import (
     leaf_value,
 )
 
-from nco.search import gumbeldore, nucleus_schedule
+from nco.search import greedy, gumbeldore, nucleus_schedule
 from nco.search.beam import run_round
 from nco.search.decoders import update_trie
 from nco.search.estimator import log_weights, weighted_mean
@@ -254,3 +254,17 @@ def test_gumbeldore_rejects_bad_arguments(kwargs: dict) -> None:
     args = {"beam_width": 2, "rounds": 2, "sigma": 0.1} | kwargs
     with pytest.raises(ValueError):
         gumbeldore(policy, env, env.generate(1), **args)
+
+
+def test_constant_top_p_restricts_every_round() -> None:
+    """A constant nucleus keeping only the most likely action yields one leaf per round: the
+    greedy leaf first, then the most likely unsampled branch; the growing schedule widens."""
+    env, policy = ToyEnv(), TablePolicy(seed=14, scale=3.0)
+    inst = env.generate(2)
+    sols = gumbeldore(policy, env, inst, 2, 3, sigma=0.0, update="none", top_p=1e-6)
+    assert sols.valid.view(2, 3, 2).sum(2).tolist() == [[1, 1, 1], [1, 1, 1]]
+    assert torch.equal(sols.actions[:, 0], greedy(policy, env, inst).actions[:, 0])
+    grown = gumbeldore(policy, env, inst, 2, 3, sigma=0.0, update="none", p_min=1e-6)
+    assert int(grown.valid.sum()) > int(sols.valid.sum())
+    with pytest.raises(ValueError):
+        gumbeldore(policy, env, env.generate(1), 2, 2, sigma=0.0, top_p=1.5)
