@@ -40,21 +40,27 @@ def load_expert(path: str | os.PathLike) -> tuple[TSPInstances, torch.Tensor]:
         raise ValueError(f"{path}: field 'coords' is missing; expected [N, n, 2] floats.")
     coords = arrays["coords"]
     if coords.ndim != 3 or coords.shape[2] != 2 or coords.shape[1] < 3:
-        raise ValueError(f"{path}: field 'coords' must be [N, n, 2] with n >= 3, got {coords.shape}.")
+        raise ValueError(
+            f"{path}: field 'coords' must be [N, n, 2] with n >= 3, got {coords.shape}."
+        )
     if not np.isfinite(coords).all():
         raise ValueError(f"{path}: field 'coords' must be finite.")
     num, n = coords.shape[:2]
     if "actions" in arrays:
         field, expected = "actions", (num, n - 1)
-        seqs = arrays["actions"]
-        tours = np.concatenate([np.zeros((num, 1), dtype=np.int64), seqs], 1) if seqs.ndim == 2 else seqs
     elif "tours" in arrays:
         field, expected = "tours", (num, n)
-        seqs = tours = arrays["tours"]
     else:
         raise ValueError(f"{path}: field 'actions' [N, n-1] or 'tours' [N, n] is missing.")
+    seqs = arrays[field]
     if seqs.shape != expected or not np.issubdtype(seqs.dtype, np.integer):
-        raise ValueError(f"{path}: field {field!r} must be integers of shape {expected}, got {seqs.dtype} {seqs.shape}.")
+        raise ValueError(
+            f"{path}: field {field!r} must be integers of shape {expected}, "
+            f"got {seqs.dtype} {seqs.shape}."
+        )
+    tours = seqs
+    if field == "actions":
+        tours = np.concatenate([np.zeros((num, 1), dtype=seqs.dtype), seqs], 1)
     try:
         actions = tours_to_actions(tours)
     except ValueError as err:

@@ -1,0 +1,104 @@
+"""Inference checkpoints: one file with weights, the model and problem configs, and metadata.
+
+The file holds only tensors, strings, numbers, lists and dicts, so `load` can use
+`torch.load(weights_only=True)`; the Hydra `_target_` configs rebuild policy and env.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+from hydra.utils import instantiate
+from torch import nn
+
+from nco.env import Env
+
+FORMAT = "nco-checkpoint-1"
+FIELDS: dict[str, type] = {
+    "format": str,
+    "weights": dict,
+    "model": dict,
+    "problem": dict,
+    "meta": dict,
+}
+
+
+class Loaded(NamedTuple):
+    """A checkpoint turned back into a ready policy (eval mode) and its env."""
+
+    policy: nn.Module
+    env: Env
+    model: dict[str, Any]  # the model's Hydra config
+    problem: dict[str, Any]  # the problem config, with `env` a `_target_` config
+    meta: dict[str, Any]  # training metadata: epoch, validation objective, date, version
+
+
+def save(
+    path: str | os.PathLike,
+    policy: nn.Module,
+    model: Mapping[str, Any],
+    problem: Mapping[str, Any],
+    meta: Mapping[str, Any] | None = None,
+) -> None:
+    """Write `policy`'s weights with plain-dict configs; adds date and nco version to `meta`.
+
+    The file is written next to `path` and renamed into place, so a reader never sees half a file.
+    """
+    if "env" not in problem:
+        raise ValueError("checkpoint: field 'problem.env' is missing; expected a _target_ config.")
+    info = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "nco_version": _version(),
+        "torch_version": str(torch.__version__),
+        **dict(meta or {}),
+    }
+    payload = {
+        "format": FORMAT,
+        "weights": {k: v.detach().cpu() for k, v in policy.state_dict().items()},
+        "model": dict(model),
+        "problem": dict(problem),
+        "meta": info,
+    }
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(path)
+
+
+def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
+    """Rebuild policy (eval mode, on `device`) and env from a checkpoint written by `save`."""
+    payload = torch.load(path, map_location=device, weights_only=True)
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path}: expected a checkpoint dict, got {type(payload).__name__}.")
+    for field, kind in FIELDS.items():
+        if field not in payload:
+            raise ValueError(f"{path}: checkpoint field {field!r} is missing.")
+        if not isinstance(payload[field], kind):
+            raise ValueError(f"{path}: checkpoint field {field!r} must be a {kind.__name__}.")
+    if payload["format"] != FORMAT:
+        raise ValueError(f"{path}: field 'format' is {payload['format']!r}; expected {FORMAT!r}.")
+    if "_target_" not in payload["model"]:
+        raise ValueError(f"{path}: checkpoint field 'model._target_' is missing.")
+    if "env" not in payload["problem"]:
+        raise ValueError(f"{path}: checkpoint field 'problem.env' is missing.")
+    policy = instantiate(payload["model"])
+    try:
+        policy.load_state_dict(payload["weights"])
+    except RuntimeError as err:
+        raise ValueError(f"{path}: field 'weights' does not fit field 'model': {err}") from err
+    policy = policy.to(device).eval()
+    env = instantiate(payload["problem"]["env"])
+    return Loaded(policy, env, payload["model"], payload["problem"], payload["meta"])
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("nco")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

@@ -1,0 +1,38 @@
+"""In-process sampling: the default for small runs and tests (no Ray start)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, sample_chunk
+from nco.env import Batch, Env
+from nco.search.solutions import Best
+
+
+class InProcessSampler:
+    """Decodes chunk after chunk with the given policy in the calling process."""
+
+    def __init__(self, env: Env, chunk_size: int = 64, progress: bool = False) -> None:
+        chunk_bounds(1, chunk_size)  # validates chunk_size
+        self.env = env
+        self.chunk_size = chunk_size
+        self.progress = progress
+
+    def sample(
+        self, policy: nn.Module, instances: Batch, search_cfg: Mapping[str, Any], seed: int
+    ) -> Best:
+        """Best sequence and objective per instance (CPU tensors, instance order)."""
+        bounds = chunk_bounds(instances.batch_size, self.chunk_size)
+        parts = []
+        for i, (lo, hi) in enumerate(tqdm(bounds, desc="sampling", disable=not self.progress)):
+            chunk = instances.index(torch.arange(lo, hi))
+            parts.append(sample_chunk(policy, self.env, chunk, search_cfg, derive_seed(seed, i)))
+        return cat_best(parts)
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,175 @@
+"""Sampling on long-lived Ray actors, each holding a policy replica (several may share a GPU).
+
+Per `sample` call the weights go once into the object store; every chunk request carries the
+reference and a version number, so an actor loads new weights once per epoch and a restarted
+actor catches up on its first chunk. Chunks are handed to actors as they free up (two in flight
+per actor to hide transfer latency). A chunk whose actor dies is requeued and the actor replaced;
+a chunk that fails twice raises with the worker's error and traceback. Results come back in
+instance order, and every instance comes back exactly once.
+"""
+
+from __future__ import annotations
+
+import collections
+import shutil
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+import torch
+from hydra.utils import instantiate
+from ray.exceptions import RayActorError, RayTaskError
+from torch import nn
+from tqdm.auto import tqdm
+
+from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, sample_chunk
+from nco.env import Batch
+from nco.search.solutions import Best
+
+IN_FLIGHT_PER_WORKER = 2
+MAX_ATTEMPTS = 2
+
+
+class SamplingWorker:
+    """Ray actor body: an env and a policy replica built from plain `_target_` configs."""
+
+    def __init__(self, env_cfg: dict[str, Any], model_cfg: dict[str, Any], threads: int) -> None:
+        torch.set_num_threads(max(1, threads))
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.env = instantiate(env_cfg)
+        self.policy = instantiate(model_cfg).to(self.device)
+        self.version = -1
+
+    def sample(
+        self,
+        chunk: Batch,
+        search_cfg: dict[str, Any],
+        seed: int,
+        weights: list[ray.ObjectRef],
+        version: int,
+    ) -> Best:
+        """Best sequence per instance of `chunk`, after loading weights `version` if needed."""
+        if version != self.version:
+            self.policy.load_state_dict(ray.get(weights[0]))
+            self.version = version
+        return sample_chunk(self.policy, self.env, chunk, search_cfg, seed)
+
+
+class RaySampler:
+    """Samples with `workers` Ray actors; joins the cluster at `address` or starts a local one.
+
+    Ray starts lazily on the first `sample` call; if Ray is already initialized in this process
+    (e.g. by a caller), that session is reused and left running by `close`.
+    """
+
+    def __init__(
+        self,
+        env_cfg: Mapping[str, Any],
+        model_cfg: Mapping[str, Any],
+        workers: int,
+        chunk_size: int = 64,
+        cpus_per_worker: float = 1.0,
+        gpus_per_worker: float = 0.0,
+        address: str | None = None,
+        num_cpus: int | None = None,
+        progress: bool = True,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"distributed config: expected workers >= 1, got {workers}.")
+        chunk_bounds(1, chunk_size)  # validates chunk_size
+        self.env_cfg = dict(env_cfg)
+        self.model_cfg = dict(model_cfg)
+        self.workers = workers
+        self.chunk_size = chunk_size
+        self.cpus_per_worker = cpus_per_worker
+        self.gpus_per_worker = gpus_per_worker
+        self.address = address
+        self.num_cpus = num_cpus
+        self.progress = progress
+        self.actors: list[Any] = []
+        self.version = 0
+        self._started_ray = False
+        self._temp_dir: str | None = None
+
+    def _start(self) -> None:
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address)
+            else:
+                self._temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+                ray.init(num_cpus=self.num_cpus, include_dashboard=False, _temp_dir=self._temp_dir)
+            self._started_ray = True
+        self.actors = [self._new_actor() for _ in range(self.workers)]
+
+    def _new_actor(self) -> Any:
+        cls = ray.remote(SamplingWorker).options(
+            num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=0
+        )
+        return cls.remote(self.env_cfg, self.model_cfg, int(self.cpus_per_worker))
+
+    def sample(
+        self, policy: nn.Module, instances: Batch, search_cfg: Mapping[str, Any], seed: int
+    ) -> Best:
+        """Best sequence and objective per instance (CPU tensors, instance order)."""
+        if not self.actors:
+            self._start()
+        self.version += 1
+        weights = ray.put({k: v.detach().cpu() for k, v in policy.state_dict().items()})
+        cfg = dict(search_cfg)
+        bounds = chunk_bounds(instances.batch_size, self.chunk_size)
+        chunks = [instances.index(torch.arange(lo, hi)) for lo, hi in bounds]
+        results: list[Best | None] = [None] * len(chunks)
+        failures: collections.Counter[int] = collections.Counter()
+        pending = collections.deque(range(len(chunks)))
+        in_flight: dict[ray.ObjectRef, tuple[int, Any, int]] = {}
+
+        def submit(slot: int) -> None:
+            if pending:
+                c = pending.popleft()
+                actor = self.actors[slot]
+                ref = actor.sample.remote(
+                    chunks[c], cfg, derive_seed(seed, c), [weights], self.version
+                )
+                in_flight[ref] = (slot, actor, c)
+
+        for _ in range(IN_FLIGHT_PER_WORKER):
+            for slot in range(len(self.actors)):
+                submit(slot)
+        bar = tqdm(total=instances.batch_size, desc="sampling", disable=not self.progress)
+        try:
+            while in_flight:
+                (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+                slot, actor, c = in_flight.pop(ref)
+                try:
+                    results[c] = ray.get(ref)
+                    bar.update(chunks[c].batch_size)
+                except (RayActorError, RayTaskError) as err:
+                    failures[c] += 1
+                    if failures[c] >= MAX_ATTEMPTS:
+                        raise RuntimeError(
+                            f"Sampling chunk {c} (instances {bounds[c][0]}..{bounds[c][1] - 1}) "
+                            f"failed {failures[c]} times; last worker error:\n{err}"
+                        ) from err
+                    pending.appendleft(c)
+                    if isinstance(err, RayActorError) and self.actors[slot] is actor:
+                        self.actors[slot] = self._new_actor()
+                submit(slot)
+        finally:
+            bar.close()
+        missing = [c for c, r in enumerate(results) if r is None]
+        if missing:
+            raise RuntimeError(f"Sampling lost chunks {missing}.")
+        return cat_best([r for r in results if r is not None])
+
+    def close(self) -> None:
+        """Stop the actors, and Ray itself (removing its temp dir) if this sampler started it."""
+        for actor in self.actors:
+            ray.kill(actor)
+        self.actors = []
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None

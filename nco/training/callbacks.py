@@ -1,0 +1,50 @@
+"""Callback writing the inference checkpoint `best.pt` whenever the best policy improves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+
+from nco import checkpoint
+from nco.training.module import SelfImprovementModule
+
+
+class ExportBest(L.Callback):
+    """After a validation that promoted the trained policy, save the best policy to `path`.
+
+    The first validation of a run also writes the file (holding the initial policy if training
+    did not beat it yet), so every run that validated has a `best.pt`.
+
+    `model` and `problem` are the plain Hydra configs that rebuild policy and env; `meta` adds
+    run facts (mode, seed, search) to the epoch and validation metrics recorded here.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        model: Mapping[str, Any],
+        problem: Mapping[str, Any],
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.model, self.problem, self.meta = dict(model), dict(problem), dict(meta or {})
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        if not isinstance(pl_module, SelfImprovementModule):
+            return
+        if not pl_module.improved and self.path.exists():
+            return
+        meta = {
+            **self.meta,
+            "epoch": pl_module.best_epoch,  # -1: the initial policy
+            "val_objective": pl_module.best_objective,
+            "val": dict(pl_module.last_val) if pl_module.improved else {},
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        checkpoint.save(self.path, pl_module.best_policy, self.model, self.problem, meta)

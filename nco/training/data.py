@@ -1,0 +1,238 @@
+"""The DataModule of self-improvement: generation, sampling, buffer and sub-trajectory batches.
+
+Design: the sampling step of Algorithm 1 runs in `train_dataloader`, which the Trainer calls at
+the start of every epoch (`reload_dataloaders_every_n_epochs=1`, set by `nco.train`). It reads
+the best policy from the attached LightningModule, clears the buffer when that policy changed
+since the buffer was filled (an improving epoch), generates the epoch's instances, decodes them
+and appends the best sequence per instance. The loader then yields `batches_per_epoch` batches
+from `env.training_batch` on rows drawn from the buffer. In SL mode the buffer holds the expert
+dataset and is never cleared. Everything random is seeded from (seed, epoch, stream, rank).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import lightning as L
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+from nco.decode import decoder_kwargs
+from nco.distributed import Sampler
+from nco.distributed.chunks import derive_seed, seeded_generator
+from nco.env import Batch, Env
+from nco.training.buffer import TrajectoryBuffer
+
+MODES = ("si", "sl")
+GENERATE, SAMPLE, TRAIN = 0, 1, 2  # seed streams
+
+
+class SubTrajectoryBatches(IterableDataset):
+    """`num_batches` training batches (states, targets) from random buffer rows."""
+
+    def __init__(
+        self,
+        env: Env,
+        instances: Batch,
+        actions: torch.Tensor,
+        num_batches: int,
+        batch_size: int,
+        seed: int,
+    ) -> None:
+        self.env, self.instances, self.actions = env, instances, actions
+        self.num_batches, self.batch_size, self.seed = num_batches, batch_size, seed
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor]]:
+        gen = torch.Generator().manual_seed(self.seed)
+        for _ in range(self.num_batches):
+            idx = torch.randint(self.actions.shape[0], (self.batch_size,), generator=gen)
+            yield self.env.training_batch(self.instances.index(idx), self.actions[idx], gen)
+
+
+def p_min_for_epoch(schedule: Mapping[int, float] | None, epoch: int) -> float | None:
+    """The p_min of the latest schedule entry at or before `epoch` (None before the first)."""
+    if not schedule:
+        return None
+    started = [int(e) for e in schedule if int(e) <= epoch]
+    return float(schedule[max(started)]) if started else None
+
+
+class TrajectoryDataModule(L.LightningDataModule):
+    """Owns generation, the trajectory buffer, training batches and the validation set.
+
+    Parameters
+    ----------
+    env
+        The problem.
+    val_instances, val_references
+        Fixed validation instances and optional reference costs (NaN where unknown).
+    mode
+        "si" (self-improvement: sample with the best policy each epoch) or "sl" (train on
+        `expert` = (instances, actions) only).
+    sampler, search
+        How and with which search config the epoch's instances are decoded (mode si).
+    p_min_schedule
+        {first epoch: p_min} overriding `search.p_min` from that epoch on, e.g. {0: 1.0, 500: 0.95}.
+    """
+
+    def __init__(
+        self,
+        env: Env,
+        val_instances: Batch,
+        val_references: torch.Tensor | None = None,
+        *,
+        mode: str = "si",
+        sampler: Sampler | None = None,
+        search: Mapping[str, Any] | None = None,
+        expert: tuple[Batch, torch.Tensor] | None = None,
+        instances_per_epoch: int = 1000,
+        batches_per_epoch: int = 1000,
+        batch_size: int = 1024,
+        buffer_capacity: int | None = None,
+        val_batch_size: int = 1000,
+        p_min_schedule: Mapping[int, float] | None = None,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"train config: unknown mode {mode!r}; expected one of {MODES}.")
+        if mode == "si" and (sampler is None or search is None):
+            raise ValueError("train config: mode 'si' needs a sampler and a search config.")
+        if mode == "sl" and expert is None:
+            raise ValueError("train config: mode 'sl' needs expert data (set sl_data).")
+        for name, value in (
+            ("instances_per_epoch", instances_per_epoch),
+            ("batches_per_epoch", batches_per_epoch),
+            ("batch_size", batch_size),
+            ("val_batch_size", val_batch_size),
+        ):
+            if value < 1:
+                raise ValueError(f"training config: expected {name} >= 1, got {value}.")
+        if p_min_schedule and search is not None:
+            try:
+                decoder_kwargs({**search, "p_min": 1.0})
+            except ValueError as err:
+                raise ValueError(
+                    "training config: p_min_schedule needs a search method that takes p_min "
+                    f"(gumbeldore), got {search.get('method')!r}."
+                ) from err
+        self.env = env
+        self.mode = mode
+        self.sampler = sampler
+        self.search = dict(search or {})
+        self.expert = expert
+        self.instances_per_epoch = instances_per_epoch
+        self.batches_per_epoch = batches_per_epoch
+        self.batch_size = batch_size
+        self.val_batch_size = val_batch_size
+        self.p_min_schedule = dict(p_min_schedule or {})
+        self.seed = seed
+        refs = val_references
+        if refs is None:
+            refs = torch.full((val_instances.batch_size,), float("nan"), dtype=torch.float64)
+        if refs.shape != (val_instances.batch_size,):
+            raise ValueError(
+                f"validation data: expected {val_instances.batch_size} reference costs, "
+                f"got shape {tuple(refs.shape)}."
+            )
+        self.val_instances, self.val_references = val_instances, refs.to(torch.float64)
+        self.buffer = TrajectoryBuffer(buffer_capacity if mode == "si" else None)
+        self.buffer_version = 0  # the module's best_version the buffer was sampled with
+        self.epoch_stats: dict[str, float] = {}
+
+    def search_for_epoch(self, epoch: int) -> dict[str, Any]:
+        """The search config of `epoch`, with p_min taken from the schedule."""
+        cfg = dict(self.search)
+        p_min = p_min_for_epoch(self.p_min_schedule, epoch)
+        if p_min is not None:
+            cfg["p_min"] = p_min
+        return cfg
+
+    def setup(self, stage: str) -> None:
+        """SL: load the expert trajectories into the buffer once."""
+        if self.mode == "sl" and self.expert is not None and len(self.buffer) == 0:
+            self.buffer.add(*self.expert)
+
+    def collect(self, best_policy: torch.nn.Module, best_version: int, epoch: int) -> None:
+        """The sampling step of Algorithm 1 for `epoch` (mode si); fills `epoch_stats`."""
+        if self.sampler is None:
+            raise ValueError("train config: mode 'si' needs a sampler.")
+        if best_version != self.buffer_version:
+            self.buffer.clear()
+            self.buffer_version = best_version
+        start = time.perf_counter()
+        instances = self.env.generate(
+            self.instances_per_epoch, seeded_generator(self.seed, epoch, GENERATE)
+        )
+        rank, world = self._rank()
+        shard = instances.index(torch.arange(rank, instances.batch_size, world))
+        seed = derive_seed(self.seed, epoch, SAMPLE, rank)
+        best = self.sampler.sample(best_policy, shard, self.search_for_epoch(epoch), seed)
+        self.buffer.add(shard, best.actions)
+        self.epoch_stats = {
+            "sample/objective": float(best.objective.mean()),
+            "sample/cost": float(self.env.cost(best.objective).mean()),
+            "time/sampling_s": time.perf_counter() - start,
+        }
+
+    def train_dataloader(self) -> DataLoader:
+        """The epoch's batches; in SI mode, runs the sampling step first."""
+        epoch = self.trainer.current_epoch
+        if self.mode == "si":
+            module = self.trainer.lightning_module
+            self.collect(module.best_policy, module.best_version, epoch)
+        else:
+            self.epoch_stats = {}
+        self.epoch_stats["buffer/size"] = float(len(self.buffer))
+        if self.buffer.instances is None or self.buffer.actions is None:
+            raise ValueError("train config: the trajectory buffer is empty.")
+        rank, _ = self._rank()
+        batches = SubTrajectoryBatches(
+            self.env,
+            self.buffer.instances,
+            self.buffer.actions,
+            self.batches_per_epoch,
+            self.batch_size,
+            derive_seed(self.seed, epoch, TRAIN, rank),
+        )
+        return DataLoader(batches, batch_size=None, collate_fn=_identity)
+
+    def val_dataloader(self) -> DataLoader:
+        """Fixed validation chunks (instances, reference costs)."""
+        n = self.val_instances.batch_size
+        chunks = [
+            (self.val_instances.index(idx), self.val_references[idx])
+            for idx in torch.arange(n).split(self.val_batch_size)
+        ]
+        return DataLoader(chunks, batch_size=None, collate_fn=_identity)
+
+    def transfer_batch_to_device(
+        self, batch: tuple[Batch, torch.Tensor], device: torch.device, dataloader_idx: int
+    ) -> tuple[Batch, torch.Tensor]:
+        """Move a (Batch, tensor) pair; Lightning cannot move frozen dataclasses itself."""
+        rows, tensor = batch
+        return rows.to(device), tensor.to(device)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The buffer and the policy version it was sampled with (for resume)."""
+        return {"buffer": self.buffer.state_dict(), "buffer_version": self.buffer_version}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` saved."""
+        self.buffer.load_state_dict(state_dict["buffer"])
+        self.buffer_version = int(state_dict["buffer_version"])
+
+    def _rank(self) -> tuple[int, int]:
+        trainer = self.trainer
+        if trainer is None:
+            return 0, 1
+        return trainer.global_rank, trainer.world_size
+
+
+def _identity(x: Any) -> Any:
+    return x

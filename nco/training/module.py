@@ -1,0 +1,136 @@
+"""The LightningModule of self-improvement: trained policy, best policy, loss and validation."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nco.decode import decode
+from nco.env import Batch, Env
+
+GREEDY = {"method": "greedy"}
+
+
+class SelfImprovementModule(L.LightningModule):
+    """Trains `policy` by next-token cross-entropy and keeps `best_policy`, a separate copy.
+
+    After each validation (greedy rollouts on the fixed validation set), the trained policy
+    replaces the best policy if its mean objective is higher; `best_version` then increments,
+    which tells the DataModule to clear its buffer. The first validation also scores the
+    initial best policy, so the comparison follows Algorithm 1 from the start.
+    """
+
+    def __init__(self, policy: nn.Module, env: Env, lr: float = 2e-4) -> None:
+        super().__init__()
+        if lr <= 0:
+            raise ValueError(f"training config: expected lr > 0, got {lr}.")
+        self.policy = policy
+        self.best_policy = copy.deepcopy(policy).requires_grad_(False)
+        self.env = env
+        self.lr = lr
+        self.best_objective: float | None = None
+        self.best_version = 0
+        self.best_epoch = -1
+        self.improved = False
+        self.last_val: dict[str, float] = {}
+        self._val: dict[str, list[torch.Tensor]] = {}
+        self._clock: dict[str, float] = {}
+
+    def forward(self, state: Batch) -> torch.Tensor:
+        """Logits of the trained policy."""
+        return self.policy(state)
+
+    def loss(self, states: Batch, targets: torch.Tensor) -> torch.Tensor:
+        """Mean next-token cross-entropy over feasible actions."""
+        logits = self.policy(states).float()
+        logits = logits.masked_fill(~self.env.action_mask(states), float("-inf"))
+        return F.cross_entropy(logits, targets)
+
+    def training_step(self, batch: tuple[Batch, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        """One optimizer step on a batch of sub-trajectory states and expert next actions."""
+        loss = self.loss(*batch)
+        self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True)
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        """Adam on the trained policy only."""
+        return torch.optim.Adam(self.policy.parameters(), lr=self.lr)
+
+    def on_train_epoch_start(self) -> None:
+        self._clock["train"] = time.perf_counter()
+
+    def on_validation_epoch_start(self) -> None:
+        if "train" in self._clock and not self.trainer.sanity_checking:
+            self._clock["train_s"] = time.perf_counter() - self._clock.pop("train")
+        self._val = {"objective": [], "reference": [], "initial": []}
+
+    def validation_step(self, batch: tuple[Batch, torch.Tensor], batch_idx: int) -> None:
+        """Greedy rollouts of the trained (and, the first time, the initial best) policy."""
+        instances, refs = batch
+        obj = decode(self.policy, self.env, instances, GREEDY).best().objective
+        self._val["objective"].append(obj.to(self.device))
+        self._val["reference"].append(refs)
+        if self.best_objective is None:
+            init = decode(self.best_policy, self.env, instances, GREEDY).best().objective
+            self._val["initial"].append(init.to(self.device))
+
+    def on_validation_epoch_end(self) -> None:
+        """Log validation metrics and promote the trained policy if it improved."""
+        if self.trainer.sanity_checking:
+            return
+        objective = self._gathered("objective")
+        refs = self._gathered("reference")
+        value = float(objective.mean())
+        metrics = {"val/objective": value, "val/cost": float(self.env.cost(objective).mean())}
+        known = ~torch.isnan(refs)
+        if bool(known.all()):
+            cost = self.env.cost(objective)
+            metrics["val/gap"] = float(((cost - refs) / refs).mean() * 100)
+        if self.best_objective is None:
+            self.best_objective = float(self._gathered("initial").mean())
+        self.improved = value > self.best_objective
+        if self.improved:
+            self.best_policy.load_state_dict(self.policy.state_dict())
+            self.best_objective = value
+            self.best_version += 1
+            self.best_epoch = self.current_epoch
+        metrics["val/best_objective"] = self.best_objective
+        metrics["val/improved"] = float(self.improved)
+        self.last_val = metrics
+        self.log_dict(metrics)
+
+    def on_train_epoch_end(self) -> None:
+        """Log the DataModule's sampling statistics and the epoch's wall times."""
+        stats = dict(getattr(self.trainer.datamodule, "epoch_stats", {}))
+        if "train_s" in self._clock:
+            stats["time/training_s"] = self._clock.pop("train_s")
+        if stats:
+            self.log_dict(stats)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Store the best policy's bookkeeping (its weights are part of the state dict)."""
+        checkpoint["nco"] = {
+            "best_objective": self.best_objective,
+            "best_version": self.best_version,
+            "best_epoch": self.best_epoch,
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore what `on_save_checkpoint` stored."""
+        state = checkpoint["nco"]
+        self.best_objective = state["best_objective"]
+        self.best_version = int(state["best_version"])
+        self.best_epoch = int(state["best_epoch"])
+
+    def _gathered(self, key: str) -> torch.Tensor:
+        """One key's validation values from every step (and every rank), flattened."""
+        values = torch.cat([v.to(self.device, torch.float64) for v in self._val[key]])
+        if self.trainer.world_size > 1:
+            values = self.all_gather(values).flatten()
+        return values.cpu()

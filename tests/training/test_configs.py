@@ -1,0 +1,101 @@
+"""The config tree: every group option composes, experiments carry the paper's values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CONFIGS, compose_train
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from nco.decode import decoder_kwargs
+
+REPO = CONFIGS.parent
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "search").glob("*.yaml")))
+def test_every_search_config_is_a_valid_decoder_call(name: str) -> None:
+    """Each configs/search option names a decoder and only parameters it accepts."""
+    cfg = OmegaConf.to_container(OmegaConf.load(CONFIGS / "search" / f"{name}.yaml"))
+    decoder_kwargs(cfg)
+
+
+@pytest.mark.parametrize("name", ["csv", "tensorboard"])
+def test_loggers_instantiate_offline(name: str, tmp_path) -> None:
+    """CSV and TensorBoard loggers build without network access."""
+    cfg = compose_train([f"logger={name}"], tmp_path)
+    logger = instantiate(cfg.logger)
+    assert str(tmp_path) in str(logger.log_dir)
+
+
+def test_tsp100_gumbeldore_has_the_paper_hyperparameters() -> None:
+    """Appendix D.2: 1000 instances, 32 x 4 Gumbeldore, sigma 0.3, p_min 0.95 after 500 epochs,
+    1000 batches of 1024 sub-tours, lr 2e-4, the full BQ model."""
+    cfg = compose_train(["experiment=tsp100_gumbeldore"], tiny=False)
+    assert cfg.problem.num_nodes == 100
+    assert (cfg.model.dim, cfg.model.layers, cfg.model.heads, cfg.model.ff_dim) == (128, 9, 8, 512)
+    assert cfg.search.method == "gumbeldore" and cfg.search["update"] == "global"
+    assert (cfg.search.beam_width, cfg.search.rounds, cfg.search.sigma) == (32, 4, 0.3)
+    t = cfg.training
+    assert (t.instances_per_epoch, t.batches_per_epoch, t.batch_size) == (1000, 1000, 1024)
+    assert t.lr == 2e-4
+    assert dict(t.p_min_schedule) == {0: 1.0, 500: 0.95}
+    assert cfg.trainer.gradient_clip_val == 1.0
+
+
+def test_tsp100_sl_is_supervised_with_lr_1e4() -> None:
+    """The SL baseline: mode sl, lr 1e-4 (D.2.3), 1000 batches of 1024 sub-tours."""
+    cfg = compose_train(["experiment=tsp100_sl", "sl_data=x.npz"], tiny=False)
+    assert cfg.mode == "sl" and cfg.training.lr == 1e-4
+    assert (cfg.training.batches_per_epoch, cfg.training.batch_size) == (1000, 1024)
+
+
+def test_tsp20_quick_is_small() -> None:
+    """The laptop experiment: TSP20, at most 128 instances and 50 batches of 256 per epoch."""
+    cfg = compose_train(["experiment=tsp20_quick"], tiny=False)
+    assert cfg.problem.num_nodes == 20 and cfg.problem.env.num_nodes == 20
+    assert cfg.training.instances_per_epoch <= 128
+    assert cfg.training.batches_per_epoch * cfg.training.batch_size <= 50 * 256
+
+
+def test_sigma_sweep_is_a_multirun_grid_over_0_to_5() -> None:
+    """tsp_sigma_sweep sweeps search.sigma over [0, 5] as a Hydra multirun."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose("train", ["experiment=tsp_sigma_sweep"], return_hydra_config=True)
+    assert cfg.hydra.mode.name == "MULTIRUN"
+    sigmas = [float(s) for s in str(cfg.hydra.sweeper.params["search.sigma"]).split(",")]
+    assert min(sigmas) == 0.0 and max(sigmas) == 5.0 and len(sigmas) >= 5
+
+
+@pytest.mark.slow
+def test_cli_multirun_writes_one_run_per_value(tmp_path: Path) -> None:
+    """`python -m nco.train --multirun search.sigma=0,1` trains two runs, each with its resolved
+    config, metrics and best.pt."""
+    from conftest import TINY
+
+    args = [a for a in TINY if not a.startswith("trainer.max_epochs")] + [
+        "trainer.max_epochs=1",
+        "search.sigma=0,1",
+        f"hydra.sweep.dir={tmp_path}",
+    ]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "nco.train", "--multirun", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for job, sigma in (("0", 0.0), ("1", 1.0)):
+        run_dir = tmp_path / job
+        saved = OmegaConf.load(run_dir / ".hydra" / "config.yaml")
+        assert saved.search.sigma == sigma
+        assert (run_dir / "best.pt").is_file()
+        assert (run_dir / "logs" / "metrics.csv").is_file()

@@ -1,0 +1,151 @@
+"""Algorithm 1 end to end, in-process (TSP10, tiny BQ): buffer, best policy, resume, best.pt."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+from hydra.utils import instantiate
+from loop_helpers import Recorder, fit, same_weights
+
+from nco import checkpoint
+from nco.decode import decode
+from nco.distributed import InProcessSampler
+from nco.distributed.chunks import derive_seed, seeded_generator
+from nco.train import build, run
+from nco.training.data import GENERATE, SAMPLE, TrajectoryDataModule, p_min_for_epoch
+from problems.tsp import TSPEnv
+
+
+def test_buffer_holds_the_best_sampled_sequence(tiny_cfg) -> None:
+    """After epoch 0 the buffer holds, per generated instance, the best of its decoded sequences."""
+    cfg = tiny_cfg("trainer.max_epochs=1")
+    module, dm = fit(cfg, Recorder())
+    instances = dm.env.generate(8, seeded_generator(cfg.seed, 0, GENERATE))
+    assert torch.equal(dm.buffer.instances.coords, instances.coords)
+    # Epoch 0 sampled with the initial policy; rebuild it from the same seed.
+    L.seed_everything(cfg.seed, verbose=False)
+    initial = instantiate(cfg.model)
+    seed = derive_seed(cfg.seed, 0, SAMPLE, 0)
+    search = dict(cfg.search)
+    for c, lo in enumerate(range(0, 8, 4)):
+        chunk = instances.index(torch.arange(lo, lo + 4))
+        gen = torch.Generator().manual_seed(derive_seed(seed, c))
+        sols = decode(initial, dm.env, chunk, search, gen)
+        assert sols.valid.sum(1).min() > 1  # several candidates per instance
+        best = sols.objective.max(1).values
+        state = dm.env.reset(chunk)
+        for t in range(dm.buffer.actions.shape[1]):
+            state = dm.env.step(state, dm.buffer.actions[lo : lo + 4, t])
+        assert torch.allclose(dm.env.objective(state), best)
+
+
+def test_non_improving_epoch_grows_and_improving_epoch_resets(tiny_cfg) -> None:
+    """Buffer: +8 per epoch while the best policy stays; cleared after an improvement."""
+    recorder = Recorder(improve=[False, True, False])
+    module, dm = fit(tiny_cfg("trainer.max_epochs=3"), recorder)
+    assert recorder.buffer_sizes == [8, 16, 8]
+    assert recorder.best_equals_trained == [False, True, False]
+    assert module.best_version == 1 and module.best_epoch == 1
+
+
+def test_buffer_capacity_drops_oldest(tiny_cfg) -> None:
+    """With capacity 12 a non-improving epoch keeps the 12 newest trajectories."""
+    cfg = tiny_cfg("trainer.max_epochs=2", "training.buffer_capacity=12")
+    recorder = Recorder(improve=[False, False])
+    _, dm = fit(cfg, recorder)
+    assert len(dm.buffer) == 12
+    epoch0 = dm.env.generate(8, seeded_generator(cfg.seed, 0, GENERATE)).coords
+    epoch1 = dm.env.generate(8, seeded_generator(cfg.seed, 1, GENERATE)).coords
+    assert torch.equal(dm.buffer.instances.coords, torch.cat([epoch0[4:], epoch1]))
+
+
+def test_run_logs_metrics_and_writes_loadable_best(tiny_cfg) -> None:
+    """A 2-epoch run logs the per-epoch metrics; its best.pt decodes the validation set and
+    initializes another run."""
+    cfg = tiny_cfg("training.val_gap=true")
+    result = run(cfg)
+    with open(Path(cfg.out_dir) / "logs" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    for key in (
+        "sample/objective",
+        "buffer/size",
+        "train/loss_epoch",
+        "val/objective",
+        "val/gap",
+        "time/sampling_s",
+        "time/training_s",
+    ):
+        assert sum(1 for r in rows if r[key]) == 2, key
+    gaps = [float(r["val/gap"]) for r in rows if r["val/gap"]]
+    assert all(g >= -1e-6 for g in gaps)  # LKH references are optimal on TSP10
+    loaded = checkpoint.load(result["best_checkpoint"])
+    assert loaded.meta["epoch"] == result["best_epoch"]
+    val = loaded.env.generate(8, torch.Generator().manual_seed(cfg.training.val_seed))
+    objective = decode(loaded.policy, loaded.env, val, {"method": "greedy"}).best().objective
+    assert float(objective.mean()) == pytest.approx(result["best_objective"], rel=1e-6)
+    assert (Path(cfg.out_dir) / "checkpoints" / "last.ckpt").is_file()
+    _, module, _ = build(tiny_cfg(f"init_checkpoint={result['best_checkpoint']}"))
+    assert same_weights(module.policy, loaded.policy, exact=True)
+    assert same_weights(module.best_policy, loaded.policy, exact=True)
+
+
+def test_resume_continues_where_it_stopped(tiny_cfg) -> None:
+    """1 epoch + resume to 2 equals 2 straight epochs: epoch, best policy, buffer and weights."""
+    straight = Recorder()
+    full, _ = fit(tiny_cfg(), straight)
+    first_cfg = tiny_cfg("trainer.max_epochs=1")
+    first, _ = fit(first_cfg, Recorder())
+    last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
+    resumed_rec = Recorder()
+    resumed, _ = fit(tiny_cfg(f"ckpt_path={last}"), resumed_rec)
+    assert resumed_rec.epochs == [1]
+    assert resumed_rec.buffer_sizes == straight.buffer_sizes[1:]
+    assert same_weights(resumed.policy, full.policy)
+    assert same_weights(resumed.best_policy, full.best_policy)
+    assert resumed.best_objective == pytest.approx(full.best_objective)
+
+
+def test_p_min_schedule() -> None:
+    """p_min follows the latest schedule entry at or before the epoch."""
+    schedule = {0: 1.0, 500: 0.95}
+    assert [p_min_for_epoch(schedule, e) for e in (0, 499, 500, 2000)] == [1.0, 1.0, 0.95, 0.95]
+    assert p_min_for_epoch({5: 0.9}, 2) is None
+    assert p_min_for_epoch(None, 3) is None
+
+
+def test_search_for_epoch_applies_the_schedule() -> None:
+    """The DataModule's search config switches p_min at the scheduled epoch."""
+    env = TSPEnv(5)
+    search = {"method": "gumbeldore", "beam_width": 2, "rounds": 2, "sigma": 0.3, "p_min": 1.0}
+    dm = TrajectoryDataModule(
+        env, env.generate(2), sampler=InProcessSampler(env), search=search, p_min_schedule={3: 0.95}
+    )
+    assert [dm.search_for_epoch(e)["p_min"] for e in (0, 2, 3, 9)] == [1.0, 1.0, 0.95, 0.95]
+    assert dm.search_for_epoch(3)["sigma"] == 0.3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "rl"}, "unknown mode 'rl'"),
+        ({"mode": "sl"}, "needs expert data"),
+        ({"search": None}, "needs a sampler and a search config"),
+        ({"instances_per_epoch": 0}, "instances_per_epoch >= 1"),
+        ({"batch_size": 0}, "batch_size >= 1"),
+        (
+            {"search": {"method": "sample", "num_samples": 2}, "p_min_schedule": {0: 0.9}},
+            "takes p_min",
+        ),
+        ({"val_references": torch.zeros(3)}, "expected 2 reference costs"),
+    ],
+)
+def test_datamodule_rejects_bad_settings(kwargs, message) -> None:
+    """Bad modes, sizes, schedules and reference shapes raise ValueError."""
+    env = TSPEnv(5)
+    args = {"sampler": InProcessSampler(env), "search": {"method": "greedy"}, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        TrajectoryDataModule(env, env.generate(2), **args)
