@@ -27,11 +27,28 @@ from nco.env import Batch, Env
 from nco.training import ExportBest, SelfImprovementModule, TrajectoryDataModule
 from nco.training.references import reference_costs
 
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"  # absolute: console scripts work
+
+
+def fixed_instance_set(env: Env) -> Batch:
+    """The problem's complete instance set for `training.fixed_instances` (Gomoku: every
+    opening), from the env's `all_openings()`."""
+    openings = getattr(env, "all_openings", None)
+    if not callable(openings):
+        raise ValueError(
+            f"train config: training.fixed_instances needs an env with all_openings(); "
+            f"{type(env).__name__} has none."
+        )
+    return openings()
+
 
 def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | None]:
-    """The fixed validation instances (a file or `val_instances` generated from `val_seed`)
-    and their reference costs where a file or the problem's reference solver provides them."""
+    """The fixed validation instances (a file, the fixed training set when
+    `training.fixed_instances` is set, or `val_instances` generated from `val_seed`) and their
+    reference costs where a file or the problem's reference solver provides them."""
     tcfg = cfg.training
+    if tcfg.get("fixed_instances") and not tcfg.get("val_data"):
+        return fixed_instance_set(env), None
     if tcfg.get("val_data"):
         instances, refs = get_method(cfg.problem.loader)(tcfg.val_data)
         return instances, None if refs is None else torch.as_tensor(refs, dtype=torch.float64)
@@ -68,6 +85,11 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
             cfg.distributed, env, problem_cfg["env"], model_cfg, progress=bool(tcfg.progress)
         )
     schedule = tcfg.get("p_min_schedule")
+    tie_break = str(tcfg.get("tie_break", "first"))
+    if tie_break == "random" and int(cfg.distributed.get("workers", 0)) > 0:
+        raise ValueError(
+            "train config: training.tie_break=random samples in-process; set distributed.workers=0."
+        )
     datamodule = TrajectoryDataModule(
         env,
         val_instances,
@@ -83,8 +105,14 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         val_batch_size=int(tcfg.val_batch_size),
         p_min_schedule={int(k): float(v) for k, v in schedule.items()} if schedule else None,
         seed=int(cfg.seed),
+        fixed_instances=fixed_instance_set(env) if tcfg.get("fixed_instances") else None,
+        tie_break=tie_break,
+        sample_policy=str(tcfg.get("sample_policy", "best")),
     )
-    module = SelfImprovementModule(policy, env, lr=float(tcfg.lr))
+    stop = tcfg.get("stop_objective")
+    module = SelfImprovementModule(
+        policy, env, lr=float(tcfg.lr), stop_objective=None if stop is None else float(stop)
+    )
     meta = {
         "mode": cfg.mode,
         "seed": int(cfg.seed),
@@ -120,7 +148,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     }
 
 
-@hydra.main(version_base="1.3", config_path="../configs", config_name="train")
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     """Hydra entry point; returns the best validation objective (for sweepers)."""
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
