@@ -34,9 +34,9 @@ import numpy as np
 import torch
 import vrplib
 
+from nco.safe_io import RestrictedUnpickler, check_refs
 from problems.cvrp.routes import tour_to_actions
 from problems.cvrp.types import CVRPInstances
-from problems.tsp.io import _RestrictedUnpickler
 
 LEHD_MARKERS = ("depot", "customer", "capacity", "demand", "cost", "node_flag")
 
@@ -62,7 +62,7 @@ def load_cvrp(path: str | os.PathLike) -> tuple[CVRPInstances, np.ndarray | None
     instances = _check_instances(path, raw)
     refs = None
     if raw.references is not None:
-        refs = _check_refs(np.asarray(raw.references), len(instances), path, raw.reference_field)
+        refs = check_refs(np.asarray(raw.references), len(instances), path, raw.reference_field)
     return instances, refs
 
 
@@ -121,7 +121,7 @@ def save_cvrp_npz(
     }
     _check_instances(path, _Raw(**arrays))
     if reference_costs is not None:
-        arrays["reference_costs"] = _check_refs(
+        arrays["reference_costs"] = check_refs(
             np.asarray(reference_costs), len(instances), path, "reference_costs"
         )
     if reference_source is not None:
@@ -202,7 +202,7 @@ def _read_npz(path: Path) -> _Raw:
 
 def _read_pickle(path: Path) -> _Raw:
     with path.open("rb") as f:
-        data = _RestrictedUnpickler(f, path).load()
+        data = RestrictedUnpickler(f, path).load()
     if not isinstance(data, (list, tuple)) or not data:
         raise ValueError(f"{path}: expected a non-empty list of (depot, loc, demand, capacity).")
     if not all(isinstance(item, (list, tuple)) and len(item) == 4 for item in data):
@@ -380,15 +380,3 @@ def _numeric(value: Any, path: Path, field: str) -> np.ndarray:
     if arr.dtype.kind not in "iuf":
         raise ValueError(f"{path}: field '{field}' expected numbers, got dtype {arr.dtype}.")
     return arr
-
-
-def _check_refs(refs: np.ndarray, num: int, path: Path, field: str) -> np.ndarray:
-    """`refs` as float64 [num] with finite values, else ValueError."""
-    if refs.dtype.kind not in "iuf" or refs.shape != (num,):
-        raise ValueError(
-            f"{path}: field '{field}' expected {num} numbers (one per instance), "
-            f"got shape {refs.shape} of dtype {refs.dtype}."
-        )
-    if not np.isfinite(refs).all():
-        raise ValueError(f"{path}: field '{field}' expected finite values, found NaN or inf.")
-    return refs.astype(np.float64)

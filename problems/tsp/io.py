@@ -7,16 +7,15 @@ only rebuilds lists, numbers and numpy arrays, so a hostile file cannot run code
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import os
 import pickle
 from pathlib import Path
-from typing import Any, BinaryIO
 
 import numpy as np
 import torch
 
+from nco.safe_io import RestrictedUnpickler, check_refs
 from problems.tsp.types import TSPInstances
 
 EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "GEO", "ATT")
@@ -64,7 +63,7 @@ def save_tsp_npz(
     path = _require_suffix(path, ".npz")
     arrays: dict[str, np.ndarray] = {"coords": _check_coords(_as_array(instances), path, "coords")}
     if reference_costs is not None:
-        arrays["reference_costs"] = _check_refs(
+        arrays["reference_costs"] = check_refs(
             np.asarray(reference_costs), len(arrays["coords"]), path, "reference_costs"
         )
     if reference_source is not None:
@@ -183,13 +182,13 @@ def _load_npz(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
     coords = _check_coords(arrays["coords"], path, "coords")
     for field in ("reference_costs", "tour_lengths"):
         if field in arrays:
-            return coords, _check_refs(arrays[field], len(coords), path, field)
+            return coords, check_refs(arrays[field], len(coords), path, field)
     return coords, None
 
 
 def _load_pkl(path: Path) -> np.ndarray:
     with path.open("rb") as f:
-        data = _RestrictedUnpickler(f, path).load()
+        data = RestrictedUnpickler(f, path).load()
     try:
         coords = np.asarray(data, dtype=np.float64)
     except (ValueError, TypeError) as e:
@@ -198,50 +197,6 @@ def _load_pkl(path: Path) -> np.ndarray:
             "or an array [N, n, 2]."
         ) from e
     return _check_coords(coords, path, "instances")
-
-
-def _latin1_encode(text: str, encoding: str) -> bytes:
-    """`_codecs.encode` as protocol-2 numpy pickles use it, limited to latin-1."""
-    if encoding.replace("-", "").lower() != "latin1":
-        raise pickle.UnpicklingError(f"refused _codecs.encode with encoding {encoding!r}")
-    return codecs.encode(text, "latin1")
-
-
-def _safe_globals() -> dict[tuple[str, str], Any]:
-    """Builtins and numpy's array/scalar rebuilders, under numpy 1.x and 2.x module names."""
-    safe: dict[tuple[str, str], Any] = {
-        ("builtins", "list"): list,
-        ("builtins", "tuple"): tuple,
-        ("builtins", "float"): float,
-        ("builtins", "int"): int,
-        ("numpy", "ndarray"): np.ndarray,
-        ("numpy", "dtype"): np.dtype,
-        ("_codecs", "encode"): _latin1_encode,
-    }
-    for core in ("core", "_core"):
-        safe[(f"numpy.{core}.multiarray", "_reconstruct")] = np.zeros(0).__reduce__()[0]
-        safe[(f"numpy.{core}.multiarray", "scalar")] = np.float64(0).__reduce__()[0]
-        safe[(f"numpy.{core}.numeric", "_frombuffer")] = np.zeros(1).__reduce_ex__(5)[0]
-    return safe
-
-
-_SAFE_GLOBALS = _safe_globals()
-
-
-class _RestrictedUnpickler(pickle.Unpickler):
-    """Unpickler that resolves only the globals a Kool et al. dataset pickle needs."""
-
-    def __init__(self, file: BinaryIO, path: Path) -> None:
-        super().__init__(file)
-        self._path = path
-
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _SAFE_GLOBALS:
-            raise pickle.UnpicklingError(
-                f"{self._path}: refused global '{module}.{name}'; TSP pickles may hold only "
-                "lists, numbers and numpy arrays."
-            )
-        return _SAFE_GLOBALS[(module, name)]
 
 
 def _split_tsplib(path: Path) -> tuple[dict[str, str], str, list[tuple[int, str]]]:
@@ -299,15 +254,3 @@ def _check_coords(coords: np.ndarray, path: Path, field: str) -> np.ndarray:
     if not np.isfinite(coords).all():
         raise ValueError(f"{path}: field '{field}' expected finite values, found NaN or inf.")
     return coords.astype(np.float64)
-
-
-def _check_refs(refs: np.ndarray, num: int, path: Path, field: str) -> np.ndarray:
-    """`refs` as float64 [num] with finite values, else ValueError."""
-    if refs.dtype.kind not in "iuf" or refs.shape != (num,):
-        raise ValueError(
-            f"{path}: field '{field}' expected {num} numbers (one per instance), "
-            f"got shape {refs.shape} of dtype {refs.dtype}."
-        )
-    if not np.isfinite(refs).all():
-        raise ValueError(f"{path}: field '{field}' expected finite values, found NaN or inf.")
-    return refs.astype(np.float64)
