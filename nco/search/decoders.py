@@ -184,15 +184,23 @@ def _first_occurrence(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return uniq, first
 
 
-def update_trie(trie: Trie, leaves: Leaves, update: str) -> None:
-    """After a round: shift logits by advantages (eq. 6 or eq. 1), then remove sampled mass."""
+def update_trie(trie: Trie, leaves: Leaves, update: str, baseline: float | None = None) -> None:
+    """After a round: shift logits by advantages (eq. 6 or eq. 1), then remove sampled mass.
+
+    With a `baseline`, the global advantage is f - baseline instead of f - mu (the paper's
+    Gomoku setting uses the game result itself, i.e. baseline 0 = a draw).
+    """
     valid = leaves.valid
     flat_path = leaves.path.view(-1, leaves.path.shape[-1])[valid.view(-1)]
     flat_acts = leaves.actions.view(-1, leaves.actions.shape[-1])[valid.view(-1)]
     flat_lens = leaves.lengths.view(-1)[valid.view(-1)]
     if update != "none":
         log_w = log_weights(leaves.phi, leaves.key, valid, leaves.pruned)
-        if update == "global":
+        if update == "global" and baseline is not None:
+            advantage = (leaves.objective - baseline)[valid]
+            value = advantage.view(-1, 1).expand_as(flat_path)
+            trie.add_advantage(flat_path, flat_acts, flat_lens, value)
+        elif update == "global":
             mu = weighted_mean(log_w, leaves.objective)
             best_guess = torch.where(valid, leaves.objective, -torch.inf).amax(1)
             mu = torch.where(torch.isnan(mu), best_guess, mu)  # a single leaf: advantage 0
@@ -217,6 +225,7 @@ def gumbeldore(
     update: str = "global",
     generator: torch.Generator | None = None,
     top_p: float | None = None,
+    baseline: float | None = None,
 ) -> Solutions:
     """Round-wise SBS over a persistent trie with policy updates (paper Algorithm 2).
 
@@ -224,7 +233,8 @@ def gumbeldore(
     then shifts the trie's logits by sigma x advantage ("global": eq. 6, "local": eq. 1,
     "none": plain round-wise sampling without replacement). The nucleus grows from `p_min`
     to 1 over the rounds; a given `top_p` instead fixes the nucleus for every round (the
-    paper's inference setting). Fewer sequences come back (padded) when the domain runs out.
+    paper's inference setting). A `baseline` replaces the estimated mean in the global
+    advantage (f - baseline). Fewer sequences come back (padded) when the domain runs out.
     """
     _check_positive("beam_width", beam_width)
     _check_positive("rounds", rounds)
@@ -267,6 +277,6 @@ def gumbeldore(
         )
         first = leaves.path[:, 0, 0]
         root_nodes = torch.where((root_nodes < 0) & (first >= 0), first, root_nodes)
-        update_trie(trie, leaves, update)
+        update_trie(trie, leaves, update, baseline)
         rounds_out.append(leaves)
     return _to_solutions(rounds_out)

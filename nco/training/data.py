@@ -7,6 +7,11 @@ since the buffer was filled (an improving epoch), generates the epoch's instance
 and appends the best sequence per instance. The loader then yields `batches_per_epoch` batches
 from `env.training_batch` on rows drawn from the buffer. In SL mode the buffer holds the expert
 dataset and is never cleared. Everything random is seeded from (seed, epoch, stream, rank).
+
+Hooks for fixed-set experiments (Gomoku, paper C.4): `fixed_instances` replaces generation by
+the same instance set every epoch, `tie_break="random"` keeps a uniformly random sequence among
+each instance's best ones (seeded) instead of the first, and `sample_policy="trained"` samples
+with the trained policy (and trains on that epoch's trajectories only).
 """
 
 from __future__ import annotations
@@ -19,14 +24,50 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
-from nco.decode import decoder_kwargs
+from nco.decode import decode, decoder_kwargs
 from nco.distributed import Sampler
-from nco.distributed.chunks import derive_seed, seeded_generator
+from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, seeded_generator
 from nco.env import Batch, Env
+from nco.search.solutions import Best, Solutions
 from nco.training.buffer import TrajectoryBuffer
 
 MODES = ("si", "sl")
-GENERATE, SAMPLE, TRAIN = 0, 1, 2  # seed streams
+TIE_BREAKS = ("first", "random")
+SAMPLE_POLICIES = ("best", "trained")
+GENERATE, SAMPLE, TRAIN, TIE = 0, 1, 2, 3  # seed streams
+
+
+def best_random_tie(sols: Solutions, generator: torch.Generator | None = None) -> Best:
+    """Per instance, a sequence drawn uniformly among those with the largest objective.
+
+    Unlike `Solutions.best` (the first best), this does not favour early samples, e.g. a random
+    white win among many in Gomoku.
+    """
+    objective = sols.objective.cpu()
+    top = objective.max(dim=1, keepdim=True).values
+    keys = torch.rand(objective.shape, generator=generator, dtype=torch.float64)
+    idx = keys.masked_fill(objective < top, -1.0).argmax(dim=1)
+    rows = torch.arange(objective.shape[0])
+    return Best(actions=sols.actions.cpu()[rows, idx], objective=objective[rows, idx])
+
+
+def sample_random_ties(
+    policy: torch.nn.Module,
+    env: Env,
+    instances: Batch,
+    search: Mapping[str, Any],
+    seed: int,
+    chunk_size: int,
+) -> Best:
+    """In-process sampling like `InProcessSampler` (same chunks and seeds), keeping a random
+    best sequence per instance (`best_random_tie`, seeded from (seed, chunk, TIE))."""
+    parts = []
+    for i, (lo, hi) in enumerate(chunk_bounds(instances.batch_size, chunk_size)):
+        chunk = instances.index(torch.arange(lo, hi))
+        gen = torch.Generator().manual_seed(derive_seed(seed, i))
+        sols = decode(policy, env, chunk, search, generator=gen)
+        parts.append(best_random_tie(sols, seeded_generator(seed, i, TIE)))
+    return cat_best(parts)
 
 
 class SubTrajectoryBatches(IterableDataset):
@@ -78,6 +119,14 @@ class TrajectoryDataModule(L.LightningDataModule):
         How and with which search config the epoch's instances are decoded (mode si).
     p_min_schedule
         {first epoch: p_min} overriding `search.p_min` from that epoch on, e.g. {0: 1.0, 500: 0.95}.
+    fixed_instances
+        The instances to sample every epoch instead of generating `instances_per_epoch` new ones.
+    tie_break
+        "first" (the first best sequence, as the sampler returns it) or "random" (uniform among
+        the best; sampling then runs in-process with the sampler's `chunk_size`).
+    sample_policy
+        "best" (Algorithm 1) or "trained": the trained policy decodes the epoch's instances and
+        the buffer holds only that epoch's trajectories (the Gumbeldore authors' Gomoku setup).
     """
 
     def __init__(
@@ -97,6 +146,9 @@ class TrajectoryDataModule(L.LightningDataModule):
         val_batch_size: int = 1000,
         p_min_schedule: Mapping[int, float] | None = None,
         seed: int = 0,
+        fixed_instances: Batch | None = None,
+        tie_break: str = "first",
+        sample_policy: str = "best",
     ) -> None:
         super().__init__()
         if mode not in MODES:
@@ -105,6 +157,15 @@ class TrajectoryDataModule(L.LightningDataModule):
             raise ValueError("train config: mode 'si' needs a sampler and a search config.")
         if mode == "sl" and expert is None:
             raise ValueError("train config: mode 'sl' needs expert data (set sl_data).")
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(
+                f"training config: expected tie_break in {TIE_BREAKS}, got {tie_break!r}."
+            )
+        if sample_policy not in SAMPLE_POLICIES:
+            raise ValueError(
+                f"training config: expected sample_policy in {SAMPLE_POLICIES}, "
+                f"got {sample_policy!r}."
+            )
         for name, value in (
             ("instances_per_epoch", instances_per_epoch),
             ("batches_per_epoch", batches_per_epoch),
@@ -132,6 +193,9 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.val_batch_size = val_batch_size
         self.p_min_schedule = dict(p_min_schedule or {})
         self.seed = seed
+        self.fixed_instances = fixed_instances
+        self.tie_break = tie_break
+        self.sample_policy = sample_policy
         refs = val_references
         if refs is None:
             refs = torch.full((val_instances.batch_size,), float("nan"), dtype=torch.float64)
@@ -162,17 +226,24 @@ class TrajectoryDataModule(L.LightningDataModule):
         """The sampling step of Algorithm 1 for `epoch` (mode si); fills `epoch_stats`."""
         if self.sampler is None:
             raise ValueError("train config: mode 'si' needs a sampler.")
-        if best_version != self.buffer_version:
+        if best_version != self.buffer_version or self.sample_policy == "trained":
             self.buffer.clear()
             self.buffer_version = best_version
         start = time.perf_counter()
-        instances = self.env.generate(
-            self.instances_per_epoch, seeded_generator(self.seed, epoch, GENERATE)
-        )
+        instances = self.fixed_instances
+        if instances is None:
+            instances = self.env.generate(
+                self.instances_per_epoch, seeded_generator(self.seed, epoch, GENERATE)
+            )
         rank, world = self._rank()
         shard = instances.index(torch.arange(rank, instances.batch_size, world))
         seed = derive_seed(self.seed, epoch, SAMPLE, rank)
-        best = self.sampler.sample(best_policy, shard, self.search_for_epoch(epoch), seed)
+        search = self.search_for_epoch(epoch)
+        if self.tie_break == "random":
+            chunk_size = int(getattr(self.sampler, "chunk_size", 64))
+            best = sample_random_ties(best_policy, self.env, shard, search, seed, chunk_size)
+        else:
+            best = self.sampler.sample(best_policy, shard, search, seed)
         self.buffer.add(shard, best.actions)
         self.epoch_stats = {
             "sample/objective": float(best.objective.mean()),
@@ -185,7 +256,8 @@ class TrajectoryDataModule(L.LightningDataModule):
         epoch = self.trainer.current_epoch
         if self.mode == "si":
             module = self.trainer.lightning_module
-            self.collect(module.best_policy, module.best_version, epoch)
+            policy = module.best_policy if self.sample_policy == "best" else module.policy
+            self.collect(policy, module.best_version, epoch)
         else:
             self.epoch_stats = {}
         self.epoch_stats["buffer/size"] = float(len(self.buffer))

@@ -24,12 +24,19 @@ class SelfImprovementModule(L.LightningModule):
     replaces the best policy if its mean objective is higher; `best_version` then increments,
     which tells the DataModule to clear its buffer. The first validation also scores the
     initial best policy, so the comparison follows Algorithm 1 from the start.
+
+    An env method `validation_metrics(objective) -> {name: value}` adds `val/<name>` metrics
+    (Gomoku: wins, draws, losses). With `stop_objective` set, training stops after the first
+    validation whose mean objective reaches it.
     """
 
-    def __init__(self, policy: nn.Module, env: Env, lr: float = 2e-4) -> None:
+    def __init__(
+        self, policy: nn.Module, env: Env, lr: float = 2e-4, stop_objective: float | None = None
+    ) -> None:
         super().__init__()
         if lr <= 0:
             raise ValueError(f"training config: expected lr > 0, got {lr}.")
+        self.stop_objective = stop_objective
         self.policy = policy
         self.best_policy = copy.deepcopy(policy).requires_grad_(False)
         self.env = env
@@ -92,6 +99,9 @@ class SelfImprovementModule(L.LightningModule):
         if bool(known.all()):
             cost = self.env.cost(objective)
             metrics["val/gap"] = float(((cost - refs) / refs).mean() * 100)
+        extra = getattr(self.env, "validation_metrics", None)
+        if callable(extra):
+            metrics.update({f"val/{k}": float(v) for k, v in extra(objective).items()})
         if self.best_objective is None:
             self.best_objective = float(self._gathered("initial").mean())
         self.improved = value > self.best_objective
@@ -104,6 +114,8 @@ class SelfImprovementModule(L.LightningModule):
         metrics["val/improved"] = float(self.improved)
         self.last_val = metrics
         self.log_dict(metrics)
+        if self.stop_objective is not None and value >= self.stop_objective:
+            self.trainer.should_stop = True
 
     def on_train_epoch_end(self) -> None:
         """Log the DataModule's sampling statistics and the epoch's wall times."""

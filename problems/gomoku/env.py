@@ -134,6 +134,14 @@ class GomokuEnv(Env):
         """+1 white win, 0 draw, -1 black win (float64)."""
         return state.winner.to(torch.float64)
 
+    def validation_metrics(self, objective: torch.Tensor) -> dict[str, float]:
+        """Counts of white wins, draws and losses among game results (logged as val/wins ...)."""
+        return {
+            "wins": float((objective == 1).sum()),
+            "draws": float((objective == 0).sum()),
+            "losses": float((objective == -1).sum()),
+        }
+
     def max_steps(self, instances: GomokuInstances) -> int:
         """ceil(N * N / 2): white can never make more moves than that."""
         return math.ceil(self.num_cells / 2)

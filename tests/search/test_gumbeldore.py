@@ -268,3 +268,26 @@ def test_constant_top_p_restricts_every_round() -> None:
     assert int(grown.valid.sum()) > int(sols.valid.sum())
     with pytest.raises(ValueError):
         gumbeldore(policy, env, env.generate(1), 2, 2, sigma=0.0, top_p=1.5)
+
+
+def test_fixed_baseline_advantage_is_objective_minus_baseline() -> None:
+    """With baseline b, one round adds f - b to every edge on a sampled leaf's path."""
+    env, policy = ToyEnv(), TablePolicy(seed=15)
+    roots = env.reset(env.generate(1))
+    trie = Trie(3, torch.device("cpu"))
+    lv = run_round(
+        policy,
+        env,
+        roots,
+        3,
+        3,
+        stochastic=True,
+        root_key=torch.zeros(1),
+        generator=torch.Generator().manual_seed(1),
+        trie=trie,
+    )
+    update_trie(trie, lv, "global", baseline=0.25)
+    root = int(lv.path[0, 0, 0])
+    for a in range(3):
+        below = [leaf_value(x) - 0.25 for x in _leaves_of(lv.actions[0]) if x[0] == a]
+        assert float(trie.adv[root, a]) == pytest.approx(sum(below), abs=1e-12)
