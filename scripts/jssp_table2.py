@@ -1,0 +1,182 @@
+"""The JSSP results of the Gumbeldore paper's Table 2 for one checkpoint: gap and time per
+Taillard size group and decoder, as markdown and JSON.
+
+    python scripts/jssp_table2.py checkpoint=best.pt out=table2
+    python scripts/jssp_table2.py checkpoint=best.pt out=t --groups 15x15 --methods greedy sbs16 \\
+        --limit 5 --repeats 5 --baseline data/results/jssp_cpsat_15x15_60s.json
+
+Every cell is one `nco.evaluate.run` (the nco-eval command) on `taillard:<group>`: the gap is
+the mean over instances of (makespan - ub) / ub with ub the best-known upper bound
+(data/jssp/taillard_bounds.csv), the time is the decoding wall time of the whole group. Options
+are `--key value` or `key=value`. Writes `<out>.md` and `<out>.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hydra import compose, initialize_config_dir
+
+from nco.evaluate import CONFIG_DIR, run
+from nco.results import Results, read_results
+
+GROUPS = ("15x15", "20x15", "20x20", "30x15", "30x20", "50x15", "50x20", "100x20")
+METHODS: dict[str, tuple[str, list[str]]] = {  # name: (row label, nco-eval overrides)
+    "greedy": ("greedy", ["search=greedy"]),
+    "beam16": ("beam 16", ["search=beam", "search.beam_width=16"]),
+    "sbs16": ("SBS 16, p=0.8", ["search=sbs", "search.beam_width=16", "search.top_p=0.8"]),
+    "gd32x4": (
+        "GD 32x4, p_min=0.8",
+        [
+            "search=gumbeldore",
+            "search.beam_width=32",
+            "search.rounds=4",
+            "search.sigma=0.05",
+            "search.p_min=0.8",
+        ],
+    ),
+}
+STOCHASTIC = ("sbs16", "gd32x4")  # repeated `--repeats` times with seeds seed, seed + 1, ...
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Command-line options; `key=value` tokens are read as `--key value`."""
+    tokens: list[str] = []
+    for token in argv:
+        if "=" in token and not token.startswith("-"):
+            key, _, value = token.partition("=")
+            tokens += [f"--{key.replace('_', '-')}", value]
+        else:
+            tokens.append(token)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True, help="best.pt of a JSSP policy")
+    parser.add_argument("--out", required=True, help="output stem: writes <out>.md, <out>.json")
+    parser.add_argument("--groups", nargs="+", default=list(GROUPS), help="Taillard sizes JxM")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), help="rows to run")
+    parser.add_argument("--limit", type=int, default=None, help="first N instances per group")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of the stochastic decoders")
+    parser.add_argument("--batch-size", type=int, default=None, help="instances per decoder call")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--baseline", nargs="*", default=[], help="results JSONs added as rows")
+    args = parser.parse_args(tokens)
+    for name, values, valid in (
+        ("groups", args.groups, GROUPS),
+        ("methods", args.methods, METHODS),
+    ):
+        unknown = [v for v in values if v not in valid]
+        if unknown:
+            raise ValueError(f"jssp_table2: unknown --{name} {unknown}; expected some of {valid}.")
+    if (args.limit is not None and args.limit < 1) or args.repeats < 1:
+        raise ValueError("jssp_table2: expected --limit >= 1 and --repeats >= 1.")
+    return args
+
+
+def evaluate(args: argparse.Namespace, group: str, method: str, seed: int) -> Results:
+    """One nco-eval run of `method` on the Taillard group, composed from configs/evaluate.yaml."""
+    overrides = [
+        f"checkpoint={args.checkpoint}",
+        f"data=taillard:{group}",
+        f"seed={seed}",
+        f"device={args.device}",
+        "progress=false",
+        *METHODS[method][1],
+    ]
+    if args.limit is not None:
+        overrides.append(f"limit={args.limit}")
+    if args.batch_size is not None:
+        overrides.append(f"batch_size={args.batch_size}")
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=overrides)
+    return run(cfg)
+
+
+def cell(runs: list[Results]) -> dict[str, Any]:
+    """Mean gap (percent) and mean group time over repeated runs, plus the runs themselves."""
+    return {
+        "gap": float(np.mean([r.mean_gap for r in runs])),
+        "time_s": float(np.mean([r.wall_time_s for r in runs])),
+        "runs": [
+            {
+                "seed": r.info.get("seed"),
+                "names": r.names,
+                "objectives": r.objectives,
+                "references": r.references,
+                "gaps": r.gaps,
+                "mean_gap": r.mean_gap,
+                "wall_time_s": r.wall_time_s,
+            }
+            for r in runs
+        ],
+    }
+
+
+def baseline_rows(paths: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows from results JSONs of Taillard groups (e.g. nco-baseline CP-SAT runs)."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in paths:
+        res = read_results(path)
+        if not res.dataset.startswith("taillard:") or res.mean_gap is None:
+            raise ValueError(f"jssp_table2: {path} must hold a taillard:<group> set with gaps.")
+        limit = res.info.get("time_limit")
+        label = res.method if limit is None else f"{res.method}, {limit:g} s"
+        rows.setdefault(label, {})[res.dataset.split(":", 1)[1]] = cell([res])
+    return rows
+
+
+def fmt_time(seconds: float) -> str:
+    """Seconds as the paper writes times: 4s, 1.3m, 1.5h."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def markdown(table: dict[str, dict[str, dict[str, Any]]], groups: list[str]) -> str:
+    """The table in the paper's layout: one row per method, Gap and Time per group."""
+    head = "| Method | " + " | ".join(f"{g} Gap | {g} Time" for g in groups) + " |"
+    lines = [head, "|---|" + "---:|---:|" * len(groups)]
+    for label, row in table.items():
+        cells = [
+            f"{row[g]['gap']:.1f}% | {fmt_time(row[g]['time_s'])}" if g in row else "- | -"
+            for g in groups
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run every (group, method) cell, write `<out>.md` and `<out>.json`; returns the JSON."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    table = baseline_rows(args.baseline)
+    for method in args.methods:
+        repeats = args.repeats if method in STOCHASTIC else 1
+        table[METHODS[method][0]] = {
+            group: cell([evaluate(args, group, method, args.seed + r) for r in range(repeats)])
+            for group in args.groups
+        }
+    result = {
+        "checkpoint": str(args.checkpoint),
+        "groups": args.groups,
+        "limit": args.limit,
+        "repeats": args.repeats,
+        "methods": {METHODS[m][0]: METHODS[m][1] for m in args.methods},
+        "table": table,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = markdown(table, args.groups)
+    out.with_suffix(".md").write_text(text)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    print(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The JSSP Table 2 script and the JSSP experiment configs."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from nco import checkpoint
+from problems.jssp.taillard import taillard_group
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+
+
+def load_script():
+    """scripts/jssp_table2.py as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("jssp_table2", ROOT / "scripts/jssp_table2.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def upper_bounds() -> dict[str, float]:
+    """Best-known upper bounds read straight from the CSV."""
+    with open(ROOT / "data/jssp/taillard_bounds.csv") as f:
+        return {row["name"]: float(row["upper_bound"]) for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random-weight tiny JSSP transformer saved with nco.checkpoint.save."""
+    torch.manual_seed(0)
+    model = OmegaConf.to_container(OmegaConf.load(CONFIGS / "model/jssp_transformer_tiny.yaml"))
+    problem = {
+        "name": "jssp",
+        "env": {"_target_": "problems.jssp.JSSPEnv", "num_jobs": 15, "num_machines": 15},
+    }
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    checkpoint.save(path, instantiate(model), model, problem, {"mode": "test"})
+    return path
+
+
+def test_table_gaps_match_bounds_and_schedule(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """Greedy on ta01: the JSON gap is (makespan - ub) / ub, the makespan is that of the
+    decoded schedule, and the markdown cell shows the same numbers."""
+    script = load_script()
+    out = tmp_path / "t2"
+    result = script.main(
+        [
+            f"checkpoint={tiny_checkpoint}",
+            f"out={out}",
+            "--groups",
+            "15x15",
+            "--limit",
+            "1",
+            "--methods",
+            "greedy",
+        ]
+    )
+    stored = json.loads(out.with_suffix(".json").read_text())
+    assert stored == json.loads(json.dumps(result))
+    run = stored["table"]["greedy"]["15x15"]["runs"][0]
+    assert run["names"] == ["ta01"]
+    ub = upper_bounds()["ta01"]
+    assert run["references"] == [ub] and ub == 1231
+    makespan = run["objectives"][0]
+    assert makespan >= ub and makespan == int(makespan)
+    assert run["gaps"][0] == pytest.approx((makespan - ub) / ub)
+    assert stored["table"]["greedy"]["15x15"]["gap"] == pytest.approx(100 * (makespan - ub) / ub)
+
+    loaded = checkpoint.load(tiny_checkpoint)
+    instances, names, _ = taillard_group("ta01")
+    with torch.no_grad():
+        state = loaded.env.reset(instances)
+        while not bool(loaded.env.is_done(state).all()):
+            logits = loaded.policy(state).masked_fill(~loaded.env.action_mask(state), -torch.inf)
+            state = loaded.env.step(state, logits.argmax(-1))
+    assert float(loaded.env.cost(loaded.env.objective(state))[0]) == makespan
+
+    rows = out.with_suffix(".md").read_text().splitlines()
+    assert rows[0].startswith("| Method | 15x15 Gap | 15x15 Time |")
+    gap_cell = rows[2].split("|")[2].strip()
+    assert gap_cell == f"{100 * (makespan - ub) / ub:.1f}%"
+
+
+def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
+    """A results JSON becomes a row labelled with its time limit; unknown groups, methods and
+    non-Taillard baselines raise ValueError."""
+    script = load_script()
+    results = {
+        "problem": "jssp",
+        "dataset": "taillard:15x15",
+        "method": "cpsat",
+        "num_instances": 2,
+        "objectives": [1250.0, 1244.0],
+        "references": [1231.0, 1244.0],
+        "gaps": [19 / 1231, 0.0],
+        "mean_cost": 1247.0,
+        "mean_gap": 50 * 19 / 1231,
+        "wall_time_s": 20.0,
+        "info": {"time_limit": 10.0},
+    }
+    path = tmp_path / "cp.json"
+    path.write_text(json.dumps(results))
+    rows = script.baseline_rows([str(path)])
+    assert rows["cpsat, 10 s"]["15x15"]["gap"] == pytest.approx(50 * 19 / 1231)
+    text = script.markdown(rows, ["15x15", "20x15"])
+    assert "| cpsat, 10 s | 0.8% | 20.0s | - | - |" in text
+
+    with pytest.raises(ValueError, match="groups"):
+        script.parse_args(["checkpoint=x", "out=y", "--groups", "15x16"])
+    with pytest.raises(ValueError, match="methods"):
+        script.parse_args(["checkpoint=x", "out=y", "--methods", "beam8"])
+    results["dataset"] = "kool:tsp20_test"
+    path.write_text(json.dumps(results))
+    with pytest.raises(ValueError, match="taillard"):
+        script.baseline_rows([str(path)])
+
+
+def compose_train(overrides: list[str]):
+    """The composed nco-train config (configs/train.yaml) with `overrides`."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)
+
+
+def test_paper_experiment_config() -> None:
+    """jssp_gumbeldore holds the settings of appendix D.4.3 and builds the paper-size model."""
+    cfg = compose_train(["experiment=jssp_gumbeldore"])
+    assert OmegaConf.to_container(cfg.problem.env.sizes) == [[15, 10], [15, 15], [15, 20]]
+    assert (cfg.search.method, cfg.search.beam_width, cfg.search.rounds) == ("gumbeldore", 32, 4)
+    assert (cfg.search.sigma, cfg.search.p_min, cfg.search["update"]) == (0.05, 1.0, "global")
+    assert dict(cfg.training.p_min_schedule) == {0: 1.0, 50: 0.95}
+    t = cfg.training
+    assert (t.instances_per_epoch, t.batches_per_epoch, t.batch_size, t.lr) == (
+        512,
+        1000,
+        512,
+        2e-4,
+    )
+    assert (cfg.trainer.max_epochs, cfg.trainer.gradient_clip_val) == (100, 1.0)
+    policy = instantiate(cfg.model)
+    assert (cfg.model.dim, cfg.model.pairs, cfg.model.heads, cfg.model.ff_dim) == (64, 3, 8, 256)
+    env = instantiate(cfg.problem.env)
+    sizes = {
+        tuple(env.generate(1, torch.Generator().manual_seed(s)).durations.shape[1:])
+        for s in range(20)
+    }
+    assert sizes == {(15, 10), (15, 15), (15, 20)}
+    state = env.reset(env.generate(2, torch.Generator().manual_seed(0)))
+    assert policy(state).shape == (2, 15)
+
+
+def test_small_experiment_builds(tmp_path: Path) -> None:
+    """jssp_small composes and builds trainer, module and data module on 6 x 6 instances."""
+    from nco.train import build
+
+    cfg = compose_train(
+        [
+            "experiment=jssp_small",
+            f"out_dir={tmp_path}",
+            "~logger",
+            "training.val_instances=4",
+            "training.val_gap=false",
+        ]
+    )
+    trainer, module, datamodule = build(cfg)
+    assert trainer.max_epochs == cfg.trainer.max_epochs
+    assert datamodule.val_instances.durations.shape == (4, 6, 6)
+    assert module.env.sizes == [(6, 6)]
+    assert cfg.search.sigma == 0.05
