@@ -71,18 +71,21 @@ def sample_random_ties(
 
 
 class SubTrajectoryBatches(IterableDataset):
-    """`num_batches` training batches (states, targets) from random buffer rows."""
+    """`num_batches` training batches (states, targets) from random buffer rows.
+
+    `groups` are (instances, actions) of one instance shape each; every batch draws its rows
+    from one group, chosen with probability proportional to the group's size.
+    """
 
     def __init__(
         self,
         env: Env,
-        instances: Batch,
-        actions: torch.Tensor,
+        groups: list[tuple[Batch, torch.Tensor]],
         num_batches: int,
         batch_size: int,
         seed: int,
     ) -> None:
-        self.env, self.instances, self.actions = env, instances, actions
+        self.env, self.groups = env, groups
         self.num_batches, self.batch_size, self.seed = num_batches, batch_size, seed
 
     def __len__(self) -> int:
@@ -90,9 +93,12 @@ class SubTrajectoryBatches(IterableDataset):
 
     def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor]]:
         gen = torch.Generator().manual_seed(self.seed)
+        sizes = torch.tensor([float(a.shape[0]) for _, a in self.groups])
         for _ in range(self.num_batches):
-            idx = torch.randint(self.actions.shape[0], (self.batch_size,), generator=gen)
-            yield self.env.training_batch(self.instances.index(idx), self.actions[idx], gen)
+            g = int(torch.multinomial(sizes, 1, generator=gen)) if len(self.groups) > 1 else 0
+            instances, actions = self.groups[g]
+            idx = torch.randint(actions.shape[0], (self.batch_size,), generator=gen)
+            yield self.env.training_batch(instances.index(idx), actions[idx], gen)
 
 
 def p_min_for_epoch(schedule: Mapping[int, float] | None, epoch: int) -> float | None:
@@ -261,13 +267,12 @@ class TrajectoryDataModule(L.LightningDataModule):
         else:
             self.epoch_stats = {}
         self.epoch_stats["buffer/size"] = float(len(self.buffer))
-        if self.buffer.instances is None or self.buffer.actions is None:
+        if len(self.buffer) == 0:
             raise ValueError("train config: the trajectory buffer is empty.")
         rank, _ = self._rank()
         batches = SubTrajectoryBatches(
             self.env,
-            self.buffer.instances,
-            self.buffer.actions,
+            self.buffer.groups,
             self.batches_per_epoch,
             self.batch_size,
             derive_seed(self.seed, epoch, TRAIN, rank),

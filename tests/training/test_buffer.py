@@ -80,3 +80,44 @@ def test_mismatched_rows_raise() -> None:
     instances, actions = rows(0, 3)
     with pytest.raises(ValueError, match="3 instances but 2 action rows"):
         TrajectoryBuffer().add(instances, actions[:2])
+
+
+def sized_rows(start: int, num: int, nodes: int) -> tuple[TSPInstances, torch.Tensor]:
+    """Like `rows`, but instances of `nodes` nodes (a second instance shape)."""
+    ids = torch.arange(start, start + num, dtype=torch.float64)
+    coords = ids.view(-1, 1, 1).expand(-1, nodes, 2).clone()
+    return TSPInstances(coords=coords), ids.long().view(-1, 1).expand(-1, nodes - 1).clone()
+
+
+def test_instance_shapes_are_grouped_and_capacity_spans_groups() -> None:
+    """Different instance sizes (JSSP sizes per epoch) live in separate groups; the capacity
+    drops the globally oldest rows; a state round trip keeps groups and ages."""
+    buffer = TrajectoryBuffer(capacity=6)
+    buffer.add(*sized_rows(0, 3, 4))
+    buffer.add(*sized_rows(3, 2, 6))
+    buffer.add(*sized_rows(5, 3, 4))
+    assert len(buffer) == 6
+    sizes = [
+        (inst.coords.shape[1], inst.coords[:, 0, 0].long().tolist()) for inst, _ in buffer.groups
+    ]
+    assert sizes == [(4, [2, 5, 6, 7]), (6, [3, 4])]
+    with pytest.raises(ValueError, match="several instance shapes"):
+        _ = buffer.instances
+    other = TrajectoryBuffer()
+    other.load_state_dict(buffer.state_dict())
+    other.add(*sized_rows(8, 1, 6))
+    assert [g[0].coords[:, 0, 0].long().tolist() for g in other.groups] == [[5, 6, 7], [3, 4, 8]]
+
+
+def test_batches_draw_from_every_group() -> None:
+    """SubTrajectoryBatches yields batches of one shape each, from both groups."""
+    from nco.training.data import SubTrajectoryBatches
+    from problems.tsp import TSPEnv
+
+    buffer = TrajectoryBuffer()
+    for start, nodes in ((0, 5), (10, 7)):
+        inst = TSPEnv(nodes).generate(4, torch.Generator().manual_seed(start))
+        buffer.add(inst, torch.arange(1, nodes).expand(4, -1).clone())
+    batches = list(SubTrajectoryBatches(TSPEnv(5), buffer.groups, 30, 8, seed=0))
+    widths = {states.coords.shape[1] for states, _ in batches}
+    assert len(batches) == 30 and widths <= {4, 5, 6, 7} and max(widths) > 5 and min(widths) <= 5
