@@ -33,6 +33,8 @@ def instance_fields(
     depot = np.asarray(instance["depot"], dtype=np.float64).reshape(-1)
     locs = np.asarray(instance["locs"], dtype=np.float64)
     demands = np.asarray(instance["demands"])
+    if np.size(instance["capacity"]) != 1:
+        raise ValueError("CVRP instance: expected one 'capacity' value per instance.")
     capacity = float(np.asarray(instance["capacity"]).reshape(()))
     if depot.shape != (2,) or locs.ndim != 2 or locs.shape[1] != 2 or len(locs) < 1:
         raise ValueError(
@@ -44,8 +46,8 @@ def instance_fields(
     if capacity != round(capacity) or capacity < 1:
         raise ValueError(f"CVRP instance: expected a positive integer 'capacity', got {capacity}.")
     demands = demands.astype(np.int64)
-    if demands.min() < 1 or demands.max() > capacity:
-        raise ValueError(f"CVRP instance: expected 'demands' in 1..capacity ({int(capacity)}).")
+    if demands.min() < 0 or demands.max() > capacity:
+        raise ValueError(f"CVRP instance: expected 'demands' in 0..capacity ({int(capacity)}).")
     return depot, locs, demands, int(capacity)
 
 

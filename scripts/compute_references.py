@@ -1,0 +1,224 @@
+"""Compute reference costs for a dataset with a classical solver; resumable.
+
+    python scripts/compute_references.py --data kool:tsp100_test --solver lkh --time-limit 10
+    python scripts/compute_references.py --data kool:tsp100_test --solver exact --limit 200 \\
+        --time-limit 60
+    python scripts/compute_references.py --data kool:cvrp100_test --solver hgs --limit 200 \\
+        --time-limit 5 --max-wall 2400
+
+Each finished instance is appended to data/generated/references/<set>__<solver>.jsonl (index,
+cost, bound, proven optimality, time, status, solver constants), and instances already there are
+skipped, so an interrupted or time-capped run continues where it stopped when started again with
+the same arguments; --tag keeps a further run of the same solver apart (<set>__<solver>-<tag>).
+At the end, the costs of all finished instances go to data/references/<set>__<solver>.npz
+(`indices` int32, `costs` float64, and for solvers that prove optimality `optimal` bool and
+`bounds` float64) with an entry in data/references/manifest.json (solver, settings, versions,
+date, proof counts, solver time). `nco.datasets` attaches these as the set's references.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from nco.baseline import get_solver, solve_all
+from nco.datasets import GENERATED_DIR, REFERENCES_DIR, load_dataset, save_npz
+from nco.solver import SolverResult
+
+SOLVER_PACKAGES = {"lkh": "elkai", "exact": "ortools", "ortools": "ortools", "hgs": "pyvrp"}
+
+
+def solver_constants(problem: str) -> dict[str, float]:
+    """The numeric module constants of problems.<problem>.solvers (scales, runs, tolerances).
+
+    Each log line records them; a run that resumes a log made with other constants warns,
+    since a heuristic's costs may depend on them (move the old log away to start afresh).
+    """
+    module = importlib.import_module(f"problems.{problem}.solvers")
+    return {k: v for k, v in vars(module).items() if k.isupper() and isinstance(v, int | float)}
+
+
+def read_done(path: Path, settings: dict) -> dict[int, dict]:
+    """Finished instances of an earlier run; ValueError if its solver, limit or seed differ."""
+    done: dict[int, dict] = {}
+    warned = False
+    if not path.is_file():
+        return done
+    for lineno, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short by a kill: redo that instance
+            print(f"{path}:{lineno}: skipping an incomplete line", file=sys.stderr)
+            continue
+        if row.get("constants") != settings["constants"] and not warned:
+            print(f"{path}:{lineno}: made with solver constants {row.get('constants')}")
+            warned = True
+        for key, value in settings.items():
+            if key != "constants" and row.get(key) != value:
+                raise ValueError(
+                    f"{path}:{lineno}: field '{key}' is {row.get(key)!r}, this run uses "
+                    f"{value!r}; use the same settings or another --work-dir."
+                )
+        done[int(row["index"])] = row
+    return done
+
+
+def result_row(index: int, res: SolverResult, settings: dict) -> dict:
+    """One JSON line for a finished instance."""
+    return {
+        "index": index,
+        "cost": res.cost,
+        "bound": res.bound,
+        "optimal": res.optimal,
+        "time_s": round(res.time_s, 4),
+        "status": res.status,
+        **settings,
+    }
+
+
+def _complete_prefix(indices: np.ndarray) -> int:
+    """K such that instances 0..K-1 are all done (`indices` sorted, unique)."""
+    gaps = np.flatnonzero(indices != np.arange(len(indices)))
+    return int(gaps[0]) if len(gaps) else len(indices)
+
+
+def write_reference(
+    rows: dict[int, dict], name: str, run: str, settings: dict, out_dir: Path
+) -> dict:
+    """Write the per-instance costs .npz and its manifest entry; return the entry.
+
+    `run` names the file: the solver, plus `-<tag>` for a second run of the same solver.
+    """
+    solver = settings["solver"]
+    indices = np.array(sorted(rows), dtype=np.int32)
+    arrays: dict[str, np.ndarray] = {
+        "indices": indices,
+        "costs": np.array([rows[i]["cost"] for i in indices], dtype=np.float64),
+    }
+    proofs = [rows[i]["optimal"] for i in indices]
+    if any(p is not None for p in proofs):
+        arrays["optimal"] = np.array([bool(p) for p in proofs])
+        arrays["bounds"] = np.array(
+            [np.nan if rows[i]["bound"] is None else rows[i]["bound"] for i in indices]
+        )
+    file = f"{name.replace(':', '_')}__{run}.npz"
+    save_npz(out_dir / file, arrays, compress=True)
+    times = [rows[i]["time_s"] for i in indices]
+    constants: list[dict | None] = []  # every set of solver constants the rows were made with
+    for i in indices:
+        if rows[i].get("constants") not in constants:
+            constants.append(rows[i].get("constants"))
+    package = SOLVER_PACKAGES.get(solver)
+    entry = {
+        "file": file,
+        "dataset": name,
+        "solver": solver,
+        "settings": {
+            **settings,
+            "constants": constants,
+            "package": package,
+            "version": importlib.metadata.version(package) if package else None,
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+        "date": datetime.date.today().isoformat(),
+        "num_instances": len(indices),
+        "complete_prefix": _complete_prefix(indices),
+        "proven_optimal": int(arrays["optimal"].sum()) if "optimal" in arrays else None,
+        "mean_cost": float(arrays["costs"].mean()),
+        "solver_time_s": round(float(np.sum(times)), 1),
+        "mean_time_s": round(float(np.mean(times)), 4),
+    }
+    manifest_path = out_dir / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    entries = [e for e in manifest.get("entries", []) if e["file"] != file]
+    manifest = {
+        "description": "Reference costs computed by scripts/compute_references.py; "
+        "see nco/datasets.py for how they are attached to named sets.",
+        "entries": sorted([*entries, entry], key=lambda e: e["file"]),
+    }
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".manifest.", suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, manifest_path)
+    return entry
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Parse arguments, solve the missing instances, write the reference file and manifest."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True, help="named set or file, e.g. kool:tsp100_test")
+    parser.add_argument("--solver", required=True, help="e.g. lkh, exact, hgs")
+    parser.add_argument("--problem", default=None, help="tsp / cvrp / jssp for dataset files")
+    parser.add_argument("--limit", type=int, default=None, help="first LIMIT instances only")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance")
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--workers", type=int, default=1, help="parallel solver processes")
+    parser.add_argument("--max-wall", type=float, default=None, help="start no instance after")
+    parser.add_argument("--cache-dir", type=Path, default=GENERATED_DIR, help="generated sets")
+    parser.add_argument("--work-dir", type=Path, default=GENERATED_DIR / "references")
+    parser.add_argument("--out-dir", type=Path, default=REFERENCES_DIR)
+    parser.add_argument("--tag", default="", help="name a further run: <set>__<solver>-TAG")
+    parser.add_argument("--no-progress", action="store_true")
+    args = parser.parse_args(argv)
+
+    dataset = load_dataset(args.data, args.problem, args.cache_dir).head(args.limit)
+    get_solver(dataset.problem, args.solver)
+    settings = {
+        "solver": args.solver,
+        "time_limit": args.time_limit,
+        "seed": args.seed,
+        "constants": solver_constants(dataset.problem),
+    }
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    run = args.solver + (f"-{args.tag}" if args.tag else "")
+    log = args.work_dir / f"{dataset.name.replace(':', '_')}__{run}.jsonl"
+    done = read_done(log, settings)
+    todo = [i for i in range(len(dataset)) if i not in done]
+    print(f"{dataset.name}: {len(done)} done, {len(todo)} to solve with {args.solver}")
+    start = time.perf_counter()
+    with log.open("a") as f:
+
+        def append(index: int, res: SolverResult) -> None:
+            row = result_row(index, res, settings)
+            done[index] = row
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+
+        solve_all(
+            dataset,
+            args.solver,
+            args.time_limit,
+            args.seed,
+            workers=args.workers,
+            indices=todo,
+            max_wall_s=args.max_wall,
+            on_result=append,
+            progress=not args.no_progress,
+        )
+    print(f"solved {len(done)} of {len(dataset)} in {time.perf_counter() - start:.0f} s")
+    if not done:
+        return {}
+    entry = write_reference(done, dataset.name, run, settings, args.out_dir)
+    print(json.dumps(entry, indent=1))
+    return entry
+
+
+if __name__ == "__main__":
+    main()

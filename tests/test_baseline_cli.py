@@ -1,0 +1,187 @@
+"""The results JSON (gap math, round trip, validation, table) and the `nco-baseline` command."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from nco.baseline import run
+from nco.datasets import kool_cvrp, kool_tsp
+from nco.results import Results, format_table, read_results, write_results
+from problems.cvrp.routes import routes_cost
+from problems.tsp.solvers import tour_length
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gaps_by_hand() -> None:
+    """Gaps are (cost - ref) / ref; a missing reference gives no gap and is left out of the mean."""
+    res = Results("tsp", "d", "m", [11.0, 9.0, 5.0], [10.0, 10.0, math.nan], wall_time_s=1.0)
+    assert res.gaps == [pytest.approx(0.1), pytest.approx(-0.1), None]
+    assert res.mean_gap == pytest.approx(0.0, abs=1e-12)
+    assert res.mean_cost == pytest.approx(25 / 3)
+    assert Results("tsp", "d", "m", [12.0, 10.0], [10.0, 10.0], 1.0).mean_gap == pytest.approx(10)
+    assert Results("tsp", "d", "m", [1.0], None, 1.0).to_dict()["gaps"] is None
+
+
+def test_round_trip_is_strict_json(tmp_path: Path) -> None:
+    """write_results then read_results gives the same object; the file has no NaN tokens."""
+    res = Results(
+        "cvrp",
+        "kool:cvrp20_test",
+        "hgs",
+        [4.0, 6.0],
+        [np.float64(4.0), np.nan],
+        2.5,
+        solutions=[[[1, 2]], [[1], [2]]],
+        times_s=[0.1, 0.2],
+        info={"seed": 1},
+    )
+    path = write_results(res, tmp_path / "sub" / "r.json")
+    text = path.read_text()
+    assert "NaN" not in text and json.loads(text)["references"] == [4.0, None]
+    back = read_results(path)
+    assert back.to_dict() == res.to_dict()
+    assert [p.name for p in path.parent.iterdir()] == ["r.json"]  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("mean_gap", 5.0, "mean_gap"),
+        ("gaps", [0.5, None], "gaps"),
+        ("num_instances", 3, "num_instances"),
+        ("objectives", [4.0], "expected 1 values"),
+    ],
+)
+def test_read_rejects_inconsistent_files(tmp_path: Path, key: str, value, match: str) -> None:
+    """A results file whose derived fields disagree with its objectives is rejected."""
+    data = Results("tsp", "d", "m", [4.0, 6.0], [4.0, 5.0], 1.0).to_dict()
+    data[key] = value
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=match):
+        read_results(tmp_path / "r.json")
+
+
+def test_read_rejects_missing_fields(tmp_path: Path) -> None:
+    """A file without the required fields names what is missing."""
+    (tmp_path / "r.json").write_text(json.dumps({"problem": "tsp"}))
+    with pytest.raises(ValueError, match="missing fields"):
+        read_results(tmp_path / "r.json")
+
+
+def test_table_rows_and_averages() -> None:
+    """The table has a row per instance with its gap in percent, and an average line."""
+    res = Results("tsp", "d", "lkh", [11.0, 9.0], [10.0, 10.0], 3.0, times_s=[1.0, 2.0])
+    lines = format_table(res).splitlines()
+    assert lines[1].split() == ["Instance", "Cost", "Ref", "Gap", "%", "Time"]
+    assert lines[3].split() == ["0", "11.000000", "10.000000", "10.000", "1.00"]
+    assert lines[-2].split() == ["Average", "10.000000", "10.000000", "0.000", "1.50"]
+
+
+def baseline_cfg(*overrides: str):
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        return compose("baseline", overrides=list(overrides))
+
+
+def test_baseline_tsp_writes_consistent_json(tmp_path: Path) -> None:
+    """nco-baseline on a 3-instance TSP file: objectives are the tours' lengths, gaps to refs."""
+    coords = kool_tsp(3, 12, 0)["coords"]
+    np.savez(tmp_path / "d.npz", coords=coords, reference_costs=np.array([3.0, 3.5, 4.0]))
+    out = tmp_path / "r.json"
+    cfg = baseline_cfg(
+        "problem=tsp",
+        "solver=lkh",
+        f"data={tmp_path / 'd.npz'}",
+        "time_limit=1",
+        "workers=1",
+        f"out={out}",
+        "limit=2",
+    )
+    run(cfg)
+    res = read_results(out)
+    assert res.num_instances == 2 and res.method == "lkh"
+    for i, tour in enumerate(res.solutions):
+        assert res.objectives[i] == tour_length(coords[i], tour)
+        assert res.gaps[i] == pytest.approx(res.objectives[i] / [3.0, 3.5][i] - 1)
+
+
+def test_baseline_cvrp_in_parallel(tmp_path: Path) -> None:
+    """Two worker processes solve a CVRP file; each cost is its routes' length."""
+    arrays = kool_cvrp(2, 8, 0, capacity=15)
+    np.savez(tmp_path / "c.npz", **arrays)
+    cfg = baseline_cfg(
+        "problem=cvrp",
+        "solver=hgs",
+        f"data={tmp_path / 'c.npz'}",
+        "time_limit=0.3",
+        "workers=2",
+        f"out={tmp_path / 'r.json'}",
+    )
+    res = run(cfg)
+    assert read_results(tmp_path / "r.json").to_dict() == res.to_dict()
+    for i, routes in enumerate(res.solutions):
+        assert res.objectives[i] == routes_cost(arrays["depot"][i], arrays["locs"][i], routes)
+
+
+def test_baseline_jssp_reports_proofs() -> None:
+    """CP-SAT on ta01 for a short time gives a makespan no better than the known optimum 1231."""
+    res = run(
+        baseline_cfg(
+            "problem=jssp",
+            "solver=cpsat",
+            "data=taillard:ta01",
+            "time_limit=2",
+            "workers=1",
+            "save_solutions=false",
+        )
+    )
+    assert res.names == ["ta01"] and res.objectives[0] >= 1231 and res.solutions is None
+    assert res.info["bounds"][0] <= 1231
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (["solver=hgs", "data=kool:tsp20_test"], "Unknown tsp solver"),
+        (["solver=lkh"], "data= is required"),
+        (["problem=cvrp", "solver=hgs", "data=kool:tsp20_test"], "not cvrp"),
+        (["solver=lkh", "data=kool:tsp20_test", "time_limit=0"], "time_limit"),
+    ],
+)
+def test_baseline_bad_arguments(overrides: list[str], match: str) -> None:
+    """Unknown solvers, missing data, problem mismatches and bad limits raise ValueError."""
+    with pytest.raises(ValueError, match=match):
+        run(baseline_cfg(*overrides))
+
+
+def test_module_entry_point(tmp_path: Path) -> None:
+    """`python -m nco.baseline key=value ...` prints the table and writes the JSON."""
+    np.savez(tmp_path / "d.npz", coords=kool_tsp(2, 10, 1)["coords"])
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nco.baseline",
+            "solver=ortools",
+            f"data={tmp_path / 'd.npz'}",
+            "time_limit=0.2",
+            "workers=1",
+            f"out={out}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "Average" in proc.stdout and read_results(out).num_instances == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "r.json"]
