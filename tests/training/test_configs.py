@@ -25,12 +25,12 @@ def test_every_search_config_is_a_valid_decoder_call(name: str) -> None:
     decoder_kwargs(cfg)
 
 
-@pytest.mark.parametrize("name", ["csv", "tensorboard"])
+@pytest.mark.parametrize("name", ["csv", "tensorboard", "wandb"])
 def test_loggers_instantiate_offline(name: str, tmp_path) -> None:
-    """CSV and TensorBoard loggers build without network access."""
+    """CSV, TensorBoard and (offline) W&B loggers build without network access."""
     cfg = compose_train([f"logger={name}"], tmp_path)
     logger = instantiate(cfg.logger)
-    assert str(tmp_path) in str(logger.log_dir)
+    assert str(tmp_path) in str(logger.save_dir if name == "wandb" else logger.log_dir)
 
 
 def test_tsp100_gumbeldore_has_the_paper_hyperparameters() -> None:
