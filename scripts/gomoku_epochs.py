@@ -3,8 +3,10 @@
 Trains both variants, sampling with replacement (experiment=gomoku_wr) and Gumbeldore
 (experiment=gomoku_gumbeldore), for each seed as separate `nco.train` runs (`--jobs` at a
 time, one torch thread each), reads `val/wins` per epoch from each run's metrics.csv and writes
-a JSON summary and a plot of wins vs epoch (mean over seeds, a finished run counting as all
-wins). A run that never wins everywhere counts as censored at its last epoch.
+a JSON summary and a plot of wins and draws vs epoch (mean over seeds, a finished run counting
+as all wins). A run that never wins everywhere counts as censored at its last epoch. `--reuse`
+re-reads runs that already have a metrics.csv (e.g. after an interrupted sweep) instead of
+training them again.
 
     python scripts/gomoku_epochs.py --seeds 0 1 2                      # the paper's setting
     python scripts/gomoku_epochs.py --seeds 0 1 --board 7 --samples 64 --max-epochs 30 \\
@@ -55,39 +57,56 @@ def overrides(variant: str, args: argparse.Namespace) -> list[str]:
 def train(variant: str, seed: int, args: argparse.Namespace) -> dict:
     """One training run; returns its per-epoch wins and the epochs needed (None: not reached)."""
     run_dir = args.out / "runs" / f"{variant}_seed{seed}"
-    cmd = [sys.executable, "-m", "nco.train", *overrides(variant, args)]
-    cmd += [f"seed={seed}", f"hydra.run.dir={run_dir}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    start = time.perf_counter()
-    with open(args.out / f"{variant}_seed{seed}.log", "w") as log:
-        subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
-    wall = time.perf_counter() - start
-    wins, sampling = read_metrics(run_dir / "logs" / "metrics.csv")
+    metrics = run_dir / "logs" / "metrics.csv"
+    wall = None
+    if not (args.reuse and metrics.exists()):
+        cmd = [sys.executable, "-m", "nco.train", *overrides(variant, args)]
+        cmd += [f"seed={seed}", f"hydra.run.dir={run_dir}"]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        start = time.perf_counter()
+        with open(args.out / f"{variant}_seed{seed}.log", "w") as log:
+            subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
+        wall = time.perf_counter() - start
+    m = read_metrics(metrics)
+    wins = m["val/wins"]
     cells = args.board * args.board
     solved = next((e + 1 for e, w in enumerate(wins) if w >= cells), None)
-    print(f"{variant} seed {seed}: epochs {solved}, wins {wins[-1]:.0f}/{cells}, {wall:.0f} s")
+    print(f"{variant} seed {seed}: epochs {solved}, wins {wins[-1]:.0f}/{cells}, wall {wall} s")
     return {
         "variant": variant,
         "seed": seed,
         "epochs_to_all_wins": solved,
+        "best_wins": max(wins),
         "wins_per_epoch": wins,
-        "mean_sampling_s": sum(sampling) / max(len(sampling), 1),
+        "draws_per_epoch": m["val/draws"],
+        "sample_objective_per_epoch": m["sample/objective"],
+        "mean_sampling_s": mean(m["time/sampling_s"]),
+        "mean_training_s": mean(m["time/training_s"]),
         "wall_s": wall,
     }
 
 
-def read_metrics(path: Path) -> tuple[list[float], list[float]]:
-    """Per-epoch val/wins and time/sampling_s from a Lightning CSV log, in epoch order."""
-    wins: dict[int, float] = {}
-    sampling: dict[int, float] = {}
+def mean(values: list[float]) -> float | None:
+    """Arithmetic mean, None for no values."""
+    return sum(values) / len(values) if values else None
+
+
+METRICS = ("val/wins", "val/draws", "sample/objective", "time/sampling_s", "time/training_s")
+
+
+def read_metrics(path: Path) -> dict[str, list[float]]:
+    """Per-epoch values of METRICS from a Lightning CSV log, each in epoch order.
+
+    sample/objective is the mean over openings of the best sampled game (+1 win, 0 draw, -1
+    loss), i.e. whether sampling found anything better than a loss to learn from.
+    """
+    per_epoch: dict[str, dict[int, float]] = {key: {} for key in METRICS}
     with open(path) as f:
         for row in csv.DictReader(f):
-            epoch = int(row["epoch"])
-            if row.get("val/wins"):
-                wins[epoch] = float(row["val/wins"])
-            if row.get("time/sampling_s"):
-                sampling[epoch] = float(row["time/sampling_s"])
-    return [wins[e] for e in sorted(wins)], [sampling[e] for e in sorted(sampling)]
+            for key in METRICS:
+                if row.get(key):
+                    per_epoch[key][int(row["epoch"])] = float(row[key])
+    return {key: [v[e] for e in sorted(v)] for key, v in per_epoch.items()}
 
 
 def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
@@ -100,24 +119,28 @@ def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
         if not mine:
             continue
         solved = [r["epochs_to_all_wins"] for r in mine if r["epochs_to_all_wins"] is not None]
-        curves = []
+        curves, draws = [], []
         for r in mine:
-            w = list(r["wins_per_epoch"])
-            fill = cells if r["epochs_to_all_wins"] is not None else w[-1]
-            curves.append(w + [fill] * (args.max_epochs - len(w)))
+            w, d = list(r["wins_per_epoch"]), list(r["draws_per_epoch"])
+            finished = r["epochs_to_all_wins"] is not None
+            curves.append(w + [cells if finished else w[-1]] * (args.max_epochs - len(w)))
+            draws.append(d + [0 if finished else d[-1]] * (args.max_epochs - len(d)))
         out[variant] = {
             "seeds": [r["seed"] for r in mine],
             "epochs_to_all_wins": [r["epochs_to_all_wins"] for r in mine],
             "solved_runs": len(solved),
             "mean_epochs_solved_runs": sum(solved) / len(solved) if solved else None,
+            "best_wins": max(r["best_wins"] for r in mine),
             "mean_wins_per_epoch": [sum(c) / len(c) for c in zip(*curves, strict=True)],
-            "mean_sampling_s_per_epoch": sum(r["mean_sampling_s"] for r in mine) / len(mine),
+            "mean_draws_per_epoch": [sum(c) / len(c) for c in zip(*draws, strict=True)],
+            "mean_sampling_s_per_epoch": mean([r["mean_sampling_s"] for r in mine]),
+            "mean_training_s_per_epoch": mean([r["mean_training_s"] for r in mine]),
         }
     return out
 
 
 def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
-    """Mean greedy wins vs epoch, one line per variant."""
+    """Mean greedy wins (solid) and draws (dashed) vs epoch, one colour per variant."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,11 +149,13 @@ def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     labels = {"wr": "sampling with replacement", "gumbeldore": "Gumbeldore"}
     for variant, s in summary.items():
-        curve = s["mean_wins_per_epoch"]
-        ax.plot(range(1, len(curve) + 1), curve, label=f"{labels[variant]} ({len(s['seeds'])})")
+        curve, epochs = s["mean_wins_per_epoch"], range(1, len(s["mean_wins_per_epoch"]) + 1)
+        line = ax.plot(epochs, curve, label=f"{labels[variant]}, wins ({len(s['seeds'])} seeds)")
+        color = line[0].get_color()
+        ax.plot(epochs, s["mean_draws_per_epoch"], ls="--", color=color, label="draws")
     ax.axhline(args.board**2, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("epoch")
-    ax.set_ylabel(f"greedy white wins of {args.board**2} openings")
+    ax.set_ylabel(f"greedy white results of {args.board**2} openings")
     ax.set_title(f"Gomoku {args.board}x{args.board}, {args.samples} games per opening")
     ax.legend()
     fig.tight_layout()
@@ -148,6 +173,7 @@ def main() -> None:
     parser.add_argument("--max-epochs", type=int, default=150)
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at the same time")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "results" / "gomoku")
+    parser.add_argument("--reuse", action="store_true", help="re-read finished runs, no training")
     parser.add_argument("extra", nargs="*", help="Hydra overrides for every run (after --)")
     args = parser.parse_args()
     args.out = args.out.resolve()
