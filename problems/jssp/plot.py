@@ -9,6 +9,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from problems.jssp.schedule import schedule_arrays
+
 
 def plot_gantt(
     durations: np.ndarray,
@@ -18,14 +20,7 @@ def plot_gantt(
     title: str | None = None,
 ) -> None:
     """Write a PNG Gantt chart: one row per machine, one colour per job, labelled 'job.op'."""
-    p = np.asarray(durations, dtype=np.float64)
-    mach = np.asarray(machines)
-    s = np.asarray(start, dtype=np.float64)
-    if p.ndim != 2 or mach.shape != p.shape or s.shape != p.shape:
-        raise ValueError(
-            f"plot_gantt: expected durations, machines and start of one shape (J, M), "
-            f"got {p.shape}, {mach.shape} and {s.shape}."
-        )
+    p, mach, s = schedule_arrays(durations, machines, start, "plot_gantt")
     jobs, num_machines = p.shape
     fig = Figure(figsize=(max(6.0, 0.02 * float((s + p).max())), 0.45 * num_machines + 1.5))
     FigureCanvasAgg(fig)

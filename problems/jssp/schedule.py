@@ -8,6 +8,21 @@ from __future__ import annotations
 import numpy as np
 
 
+def schedule_arrays(
+    durations: np.ndarray, machines: np.ndarray, start: np.ndarray, caller: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Durations and starts as float64 and machines as given, checked to share one (J, M) shape."""
+    p = np.asarray(durations, dtype=np.float64)
+    mach = np.asarray(machines)
+    s = np.asarray(start, dtype=np.float64)
+    if p.ndim != 2 or mach.shape != p.shape or s.shape != p.shape:
+        raise ValueError(
+            f"{caller}: expected durations, machines and start of one shape (J, M), "
+            f"got {p.shape}, {mach.shape} and {s.shape}."
+        )
+    return p, mach, s
+
+
 def check_schedule(durations: np.ndarray, machines: np.ndarray, start: np.ndarray) -> float:
     """The makespan of a schedule given by start times (J, M); ValueError describing any violation.
 
@@ -16,14 +31,7 @@ def check_schedule(durations: np.ndarray, machines: np.ndarray, start: np.ndarra
     overlap on a machine. Operation (j, l) runs on `machines[j, l]` from `start[j, l]` for
     `durations[j, l]`.
     """
-    p = np.asarray(durations, dtype=np.float64)
-    mach = np.asarray(machines)
-    s = np.asarray(start, dtype=np.float64)
-    if p.ndim != 2 or mach.shape != p.shape or s.shape != p.shape:
-        raise ValueError(
-            f"check_schedule: expected durations, machines and start of one shape (J, M), "
-            f"got {p.shape}, {mach.shape} and {s.shape}."
-        )
+    p, mach, s = schedule_arrays(durations, machines, start, "check_schedule")
     jobs, num_machines = p.shape
     for j in range(jobs):
         if sorted(int(x) for x in mach[j]) != list(range(num_machines)):
