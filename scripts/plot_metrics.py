@@ -1,6 +1,6 @@
 """Plot per-epoch metrics of an nco-train run (its logs/metrics.csv) and print them as a table.
 
-    python scripts/plot_metrics.py outputs/<run> --metrics val/gap sample/cost --out curve.png
+python scripts/plot_metrics.py outputs/<run> --metrics val/gap sample/cost --out curve.png
 """
 
 from __future__ import annotations

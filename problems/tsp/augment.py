@@ -22,9 +22,7 @@ def apply_symmetry(coords: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
     return torch.stack([x, y], dim=-1)
 
 
-def random_rotation(
-    coords: torch.Tensor, generator: torch.Generator | None = None
-) -> torch.Tensor:
+def random_rotation(coords: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """Rotate each row about (0.5, 0.5) by a uniform random angle.
 
     Rows that leave the unit square are shifted and scaled uniformly back into it, which keeps
