@@ -8,10 +8,15 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
+pip_install() {
+    # pip's warnings about this machine's local index folders are noise; keep pip's exit code.
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    return "${PIPESTATUS[0]}"
+}
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    .venv/bin/python -m pip install --quiet "torch==2.13.0"
+    pip_install "torch==2.13.0"
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 \
-    | grep -v "is ignored: it is neither a file nor a directory" || true
+pip_install -e ".[dev]"
 .venv/bin/python -c "import nco, problems, models, torch, lightning, hydra, ray, ortools, pyvrp" \
     || { echo "install.sh: installation is incomplete" >&2; exit 1; }
