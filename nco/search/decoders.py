@@ -194,22 +194,20 @@ def update_trie(trie: Trie, leaves: Leaves, update: str, baseline: float | None 
     flat_path = leaves.path.view(-1, leaves.path.shape[-1])[valid.view(-1)]
     flat_acts = leaves.actions.view(-1, leaves.actions.shape[-1])[valid.view(-1)]
     flat_lens = leaves.lengths.view(-1)[valid.view(-1)]
-    if update != "none":
-        log_w = log_weights(leaves.phi, leaves.key, valid, leaves.pruned)
-        if update == "global" and baseline is not None:
-            advantage = (leaves.objective - baseline)[valid]
-            value = advantage.view(-1, 1).expand_as(flat_path)
-            trie.add_advantage(flat_path, flat_acts, flat_lens, value)
-        elif update == "global":
+    if update == "global":
+        if baseline is None:
+            log_w = log_weights(leaves.phi, leaves.key, valid, leaves.pruned)
             mu = weighted_mean(log_w, leaves.objective)
             best_guess = torch.where(valid, leaves.objective, -torch.inf).amax(1)
             mu = torch.where(torch.isnan(mu), best_guess, mu)  # a single leaf: advantage 0
-            advantage = (leaves.objective - mu.unsqueeze(1))[valid]
-            value = advantage.view(-1, 1).expand_as(flat_path)
-            trie.add_advantage(flat_path, flat_acts, flat_lens, value)
         else:
-            nodes, acts, adv = _local_advantages(trie, leaves, log_w)
-            trie.adv.index_put_((nodes, acts), adv, accumulate=True)
+            mu = torch.full_like(leaves.objective[:, 0], baseline)
+        advantage = (leaves.objective - mu.unsqueeze(1))[valid]
+        trie.add_advantage(flat_path, flat_acts, flat_lens, advantage)
+    elif update == "local":
+        log_w = log_weights(leaves.phi, leaves.key, valid, leaves.pruned)
+        nodes, acts, adv = _local_advantages(trie, leaves, log_w)
+        trie.adv.index_put_((nodes, acts), adv, accumulate=True)
     trie.remove_leaves(flat_path, flat_acts, flat_lens)
 
 

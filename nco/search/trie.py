@@ -77,7 +77,8 @@ class Trie:
     def add_advantage(
         self, path: torch.Tensor, actions: torch.Tensor, lengths: torch.Tensor, value: torch.Tensor
     ) -> None:
-        """Add `value` (M, T) to the advantage of every edge on each sequence's path."""
+        """Add each sequence's `value` (M,) to the advantage of every edge on its path."""
         steps = torch.arange(path.shape[1], device=path.device)
         on_path = steps.view(1, -1) < lengths.view(-1, 1)
-        self.adv.index_put_((path[on_path], actions[on_path]), value[on_path], accumulate=True)
+        per_edge = value.view(-1, 1).expand_as(path)[on_path]
+        self.adv.index_put_((path[on_path], actions[on_path]), per_edge, accumulate=True)
