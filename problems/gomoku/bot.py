@@ -41,7 +41,7 @@ WINDOW = 5
 BLOCKED = 6  # code of an opponent stone or off-board cell: any window holding one sums >= 6
 MAX_SUM = WINDOW * BLOCKED
 
-# Each line kernel marks the five cells of a window, anchored at the top-left of its 5 x 5 box:
+# The five cells of a window in each direction, relative to the top-left of its 5 x 5 box:
 # a row, a column, a diagonal, an anti-diagonal.
 _LINES = (
     [(0, i) for i in range(WINDOW)],
@@ -49,84 +49,85 @@ _LINES = (
     [(i, i) for i in range(WINDOW)],
     [(i, WINDOW - 1 - i) for i in range(WINDOW)],
 )
+# The mirrored offsets: summing a per-window feature over them collects, for each cell, the
+# five windows of that direction that contain it.
+_THROUGH = tuple([(WINDOW - 1 - r, WINDOW - 1 - c) for r, c in line] for line in _LINES)
 # Per-window features, by window sum: a count code (own stones 2 -> 1, 3 -> 8, 4 -> 64, so the
 # sum over the five windows through a cell packs three counts < 8) and the weight 4**own.
 _COUNT_CODE = [0, 0, 1, 8, 64] + [0] * (MAX_SUM - 4)
 _WEIGHT = [4**k for k in range(WINDOW + 1)] + [0] * (MAX_SUM - WINDOW)
-_FEATURES = 4  # count code, weight, four * position, four * position**2
 
 
 @functools.lru_cache(maxsize=8)
-def _kernels(device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Convolution weights and the feature table, per device.
-
-    `lines` (4, 1, 5, 5): one window kernel per direction. `windows` (8, 3, 5, 5): from the
-    planes (code, empty * column, empty * row), the four window sums of the code, then each
-    window's summed line position of its empties (the column for a row, the row otherwise).
-    `gather` (16, 1, 5, 5): the mirrored kernels that add up a feature over the five windows
-    through a cell. `table` (2, MAX_SUM + 1): per-window features by window sum.
-    """
-    lines = torch.zeros(len(_LINES), 1, WINDOW, WINDOW, device=device)
-    for d, cells in enumerate(_LINES):
-        for r, c in cells:
-            lines[d, 0, r, c] = 1.0
-    windows = torch.zeros(2 * len(_LINES), 3, WINDOW, WINDOW, device=device)
-    windows[: len(_LINES), 0] = lines[:, 0]
-    windows[len(_LINES), 1] = lines[0, 0]
-    windows[len(_LINES) + 1 :, 2] = lines[1:, 0]
-    gather = lines.flip(-1, -2).repeat_interleave(_FEATURES, dim=0).contiguous()
-    table = torch.tensor([_COUNT_CODE, _WEIGHT], dtype=torch.float32, device=device)
-    return lines, windows, gather, table
+def _tables(device: torch.device) -> torch.Tensor:
+    """Int16 (2, MAX_SUM + 1): the count code and the weight of a window, by window sum."""
+    return torch.tensor([_COUNT_CODE, _WEIGHT], dtype=torch.int16, device=device)
 
 
-def _pad(planes: torch.Tensor, value: float) -> torch.Tensor:
-    """Float (B, C, N, N) -> (B, C, N + 8, N + 8), padded by 4 cells of `value` on every side."""
-    return F.pad(planes.to(torch.float32), (WINDOW - 1,) * 4, value=value)
+def _pad(planes: torch.Tensor, value: int) -> torch.Tensor:
+    """(B, N, N) -> (B, N + 8, N + 8), padded by 4 cells of `value` on every side."""
+    return F.pad(planes, (WINDOW - 1,) * 4, value=value)
+
+
+def _shift_sum(x: torch.Tensor, cells: list[tuple[int, int]], size: int) -> torch.Tensor:
+    """Sum of the `size` x `size` slices of x (..., H, W) starting at each (row, col) offset."""
+    out = x[..., cells[0][0] : cells[0][0] + size, cells[0][1] : cells[0][1] + size]
+    for r, c in cells[1:]:
+        out = out + x[..., r : r + size, c : c + size]
+    return out
 
 
 def has_five(board: torch.Tensor) -> torch.Tensor:
     """Bool (B,): the +1 player has five or more in a row in some direction."""
-    sums = F.conv2d(_pad((board == 1).unsqueeze(1), 0.0), _kernels(board.device)[0])
-    return (sums == WINDOW).flatten(1).any(dim=1)
+    n = board.shape[-1]
+    own = _pad((board == 1).to(torch.int8), 0)
+    return torch.stack(
+        [(_shift_sum(own, line, n + WINDOW - 1) == WINDOW).flatten(1).any(dim=1) for line in _LINES]
+    ).any(dim=0)
 
 
 def cell_scores(board: torch.Tensor) -> torch.Tensor:
     """Long (B, N, N): the +1 player's score for playing each cell (module docstring); -1 where
     occupied.
 
-    Works on windows: a convolution sums each window of five (own = 1, empty = 0, opponent or
-    edge = 6), per-window features come from a lookup table, and a depthwise convolution adds
-    up the features of the five windows through each cell. Completion cells are told apart by
-    the summed line position of each four-window's empties (the cell itself is common to all):
-    they are all one cell exactly when count * sum(p**2) == sum(p)**2.
+    Works on windows, in int16 with shifted slices: per direction, five slices of the padded
+    board (own = 1, empty = 0, opponent or edge = 6) add up to each window's sum, per-window
+    features come from a lookup table, and five mirrored slices add up the features of the
+    windows through each cell. Completion cells are told apart by the summed line position of
+    each four-window's empties (the cell itself is common to all): they are all one cell
+    exactly when count * sum(p**2) == sum(p)**2.
     """
     b, n, _ = board.shape
-    _, windows, gather, table = _kernels(board.device)
+    k = n + WINDOW - 1  # windows per line, edges included
     empty = board == 0
-    code = torch.where(board == 1, 1.0, torch.where(empty, 0.0, float(BLOCKED)))
-    idx = torch.arange(n, device=board.device, dtype=torch.float32)
-    positions = torch.stack([empty * idx.view(1, -1), empty * idx.view(-1, 1)], dim=1)
-    planes = torch.cat([_pad(code.unsqueeze(1), BLOCKED), _pad(positions, 0.0)], dim=1)
-    out = F.conv2d(planes, windows)  # (B, 8, N + 4, N + 4): per window
-    sums, pos = out[:, : len(_LINES)].round().long(), out[:, len(_LINES) :]
-    four_pos = torch.where(sums == 3, pos, 0.0)
-    feats = torch.stack([table[0][sums], table[1][sums], four_pos, four_pos * pos], dim=2)
-    per_cell = F.conv2d(feats.flatten(1, 2), gather, groups=gather.shape[0])
-    counts, base, s1, s2 = per_cell.round().view(b, len(_LINES), _FEATURES, n, n).unbind(2)
-    counts = counts.long()
-    threes, fours, fives = counts % 8, counts // 8 % 8, counts // 64
-    open_four = fours * s2 > s1 * s1  # the fours' completion cells are not all one cell
-    bonus = torch.where(
-        fives > 0,
-        FIVE,
-        torch.where(
-            open_four,
-            OPEN_FOUR,
-            torch.where(fours > 0, FOUR, torch.where(threes >= 2, OPEN_THREE, 0)),
-        ),
-    )
-    score = (bonus + base.long()).sum(dim=1)
-    return torch.where(empty, score, -1)
+    code = torch.where(board == 1, 1, torch.where(empty, 0, BLOCKED)).to(torch.int16)
+    code = _pad(code, BLOCKED)
+    # positions p < 2N; sum(p**2) over five windows stays below 2**15 up to N = 32
+    idx = torch.arange(n, device=board.device, dtype=torch.int16 if n <= 32 else torch.int32)
+    columns, rows = _pad(empty * idx.view(1, -1), 0), _pad(empty * idx.view(-1, 1), 0)
+    table = _tables(board.device)
+    score = torch.zeros(b, n, n, dtype=torch.int32, device=board.device)
+    for d, line in enumerate(_LINES):
+        sums = _shift_sum(code, line, k)
+        pos = _shift_sum(columns if d == 0 else rows, line, k)  # position along the line
+        code_w, weight = table[:, sums.long()].unbind(0)
+        four_pos = torch.where(sums == 3, pos, 0)
+        counts = _shift_sum(code_w, _THROUGH[d], n)
+        s1 = _shift_sum(four_pos, _THROUGH[d], n).int()
+        s2 = _shift_sum(four_pos * pos, _THROUGH[d], n).int()
+        threes, fours, fives = counts % 8, counts // 8 % 8, counts // 64
+        open_four = fours * s2 > s1 * s1  # the fours' completion cells are not all one cell
+        bonus = torch.where(
+            fives > 0,
+            FIVE,
+            torch.where(
+                open_four,
+                OPEN_FOUR,
+                torch.where(fours > 0, FOUR, torch.where(threes >= 2, OPEN_THREE, 0)),
+            ),
+        )
+        score += bonus + _shift_sum(weight, _THROUGH[d], n)
+    return torch.where(empty, score.long(), -1)
 
 
 @functools.lru_cache(maxsize=16)

@@ -9,6 +9,7 @@ ends at once on a win, or as a draw when the board is full.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import torch
 
@@ -17,6 +18,7 @@ from problems.gomoku.bot import expert_move, has_five
 from problems.gomoku.types import GomokuInstances, GomokuState
 
 LEARN_FROM = ("winner", "white")
+REPLAY_CACHE = 4096  # games kept by `training_batch` (an epoch's pseudo-experts, one per opening)
 
 
 class GomokuEnv(Env):
@@ -44,6 +46,9 @@ class GomokuEnv(Env):
             raise ValueError(f"GomokuEnv: expected learn_from in {LEARN_FROM}, got {learn_from!r}.")
         self.board_size = board_size
         self.learn_from = learn_from
+        # (opening, white's moves) -> (plies, winner) of recently replayed games: training
+        # batches draw the same few games (one per opening) many times per epoch
+        self._replays: OrderedDict[tuple[int, bytes], tuple[torch.Tensor, int]] = OrderedDict()
 
     @property
     def num_cells(self) -> int:
@@ -175,6 +180,30 @@ class GomokuEnv(Env):
             raise ValueError("GomokuEnv.replay: actions must be complete games; some did not end.")
         return state, plies
 
+    def _replay_cached(
+        self, instances: GomokuInstances, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`replay`'s winners Int8[B] and plies Long[B, 2T + 1], replaying only games not seen
+        among the last REPLAY_CACHE ones (black's replies cost a bot call per ply)."""
+        openings, rows = instances.opening.cpu(), actions.cpu()
+        keys = [(int(o), row.numpy().tobytes()) for o, row in zip(openings, rows, strict=True)]
+        missing = list({key: i for i, key in enumerate(keys) if key not in self._replays}.values())
+        if missing:
+            idx = torch.tensor(missing, device=actions.device)
+            final, plies = self.replay(instances.index(idx), actions[idx])
+            for i, p, w in zip(missing, plies.cpu(), final.winner.cpu(), strict=True):
+                self._replays[keys[i]] = (p[p >= 0], int(w))
+        width = 2 * actions.shape[1] + 1
+        plies = torch.full((len(keys), width), -1, dtype=torch.long)
+        winner = torch.zeros(len(keys), dtype=torch.int8)
+        for i, key in enumerate(keys):
+            game, winner[i] = self._replays[key]
+            self._replays.move_to_end(key)
+            plies[i, : game.shape[0]] = game
+        while len(self._replays) > REPLAY_CACHE:
+            self._replays.popitem(last=False)
+        return winner.to(actions.device), plies.to(actions.device)
+
     def training_batch(
         self,
         instances: GomokuInstances,
@@ -186,13 +215,15 @@ class GomokuEnv(Env):
         With learn_from="white" the move is one of white's; with "winner" it is one of black's
         replies in games black won (the board then shows black as +1, the mover), else white's.
         """
-        final, plies = self.replay(instances, actions)
+        winner, plies = self._replay_cached(instances, actions)
         b, n = actions.shape[0], self.board_size
         dev = actions.device
         lengths = (actions >= 0).sum(dim=1)
         j = (torch.rand(b, generator=generator).to(dev) * lengths).long()
         black = (
-            (final.winner == -1) if self.learn_from == "winner" else torch.zeros_like(final.done)
+            (winner == -1)
+            if self.learn_from == "winner"
+            else torch.zeros_like(winner, dtype=torch.bool)
         )
         ply = torch.where(black, 2 * j + 2, 2 * j + 1)
         target = plies.gather(1, ply.unsqueeze(1)).squeeze(1)

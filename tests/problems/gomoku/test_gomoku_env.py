@@ -232,3 +232,28 @@ def test_training_batch_winner_targets_black_replies() -> None:
     assert torch.equal(expert_move(states.board[black]), targets[black])
     again = env.training_batch(instances, actions, torch.Generator().manual_seed(0))
     assert torch.equal(again[0].board, states.board) and torch.equal(again[1], targets)
+
+
+def test_training_batch_replay_cache_matches_fresh_replays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cached replays give the same batches as a fresh env, duplicates are replayed once, the
+    cache stays bounded, and an incomplete game is still rejected after its prefix was seen."""
+    env = GomokuEnv(7)
+    instances = env.all_openings()
+    actions = random_games(env, instances, seed=2)
+    rows = torch.tensor([5, 3, 5, 48, 0, 3])
+    calls: list[int] = []
+    replay = env.replay
+    monkeypatch.setattr(env, "replay", lambda i, a: calls.append(a.shape[0]) or replay(i, a))
+    env.training_batch(instances.index(rows), actions[rows], torch.Generator().manual_seed(1))
+    assert calls == [4]  # rows 5 and 3 repeat
+    warm = env.training_batch(instances, actions, torch.Generator().manual_seed(0))
+    assert calls == [4, 45]
+    fresh = GomokuEnv(7).training_batch(instances, actions, torch.Generator().manual_seed(0))
+    assert torch.equal(warm[0].board, fresh[0].board) and torch.equal(warm[1], fresh[1])
+    monkeypatch.setattr("problems.gomoku.env.REPLAY_CACHE", 10)
+    env.training_batch(instances, actions, torch.Generator().manual_seed(0))
+    assert len(env._replays) == 10
+    cut = actions.clone()
+    cut[:, 1:] = -1
+    with pytest.raises(ValueError, match="complete games"):
+        env.training_batch(instances, cut, torch.Generator().manual_seed(0))
