@@ -38,21 +38,22 @@ class LEHDLayer(nn.Module):
 class _LEHD(nn.Module):
     """Encoder, origin / destination maps, decoder and head shared by the TSP and CVRP policies."""
 
+    NODE_FEATURES = 2  # encoder input per node
+    CONTEXT = 0  # extra features of the origin and destination tokens
+    OUTPUTS = 1  # logits per candidate node
+
     def __init__(
         self,
-        owner: str,
-        node_features: int,
-        context: int,
-        outputs: int,
-        dim: int,
-        heads: int,
-        ff_dim: int,
-        encoder_layers: int,
-        decoder_layers: int,
-        precision: str,
-        knn: int | None,
+        dim: int = 128,
+        heads: int = 8,
+        ff_dim: int = 512,
+        encoder_layers: int = 1,
+        decoder_layers: int = 6,
+        precision: str = "fp32",
+        knn: int | None = None,
     ) -> None:
         super().__init__()
+        owner = type(self).__name__
         check_sizes(
             owner,
             precision,
@@ -67,12 +68,12 @@ class _LEHD(nn.Module):
             raise ValueError(f"{owner}: expected dim divisible by heads, got {dim}, {heads}.")
         self.precision = precision
         self.knn = knn
-        self.embed = nn.Linear(node_features, dim)
+        self.embed = nn.Linear(self.NODE_FEATURES, dim)
         self.encoder = nn.ModuleList(LEHDLayer(dim, heads, ff_dim) for _ in range(encoder_layers))
-        self.origin_map = nn.Linear(dim + context, dim)
-        self.dest_map = nn.Linear(dim + context, dim)
+        self.origin_map = nn.Linear(dim + self.CONTEXT, dim)
+        self.dest_map = nn.Linear(dim + self.CONTEXT, dim)
         self.decoder = nn.ModuleList(LEHDLayer(dim, heads, ff_dim) for _ in range(decoder_layers))
-        self.head = nn.Linear(dim, outputs)
+        self.head = nn.Linear(dim, self.OUTPUTS)
 
     def scores(
         self,
@@ -124,30 +125,6 @@ class LEHDTSPPolicy(_LEHD):
         If set, only the `knn` remaining nodes nearest to the origin are decoded; others get -inf.
     """
 
-    def __init__(
-        self,
-        dim: int = 128,
-        heads: int = 8,
-        ff_dim: int = 512,
-        encoder_layers: int = 1,
-        decoder_layers: int = 6,
-        precision: str = "fp32",
-        knn: int | None = None,
-    ) -> None:
-        super().__init__(
-            "LEHDTSPPolicy",
-            node_features=2,
-            context=0,
-            outputs=1,
-            dim=dim,
-            heads=heads,
-            ff_dim=ff_dim,
-            encoder_layers=encoder_layers,
-            decoder_layers=decoder_layers,
-            precision=precision,
-            knn=knn,
-        )
-
     def forward(self, state: TSPState) -> torch.Tensor:
         """Float32 logits (B, n): scores of the candidate remaining nodes, -inf elsewhere."""
         cand = nearest_remaining(state.coords, state.origin, state.remaining, self.knn)
@@ -164,29 +141,9 @@ class LEHDCVRPPolicy(_LEHD):
     get -inf.
     """
 
-    def __init__(
-        self,
-        dim: int = 128,
-        heads: int = 8,
-        ff_dim: int = 512,
-        encoder_layers: int = 1,
-        decoder_layers: int = 6,
-        precision: str = "fp32",
-        knn: int | None = None,
-    ) -> None:
-        super().__init__(
-            "LEHDCVRPPolicy",
-            node_features=3,
-            context=1,
-            outputs=2,
-            dim=dim,
-            heads=heads,
-            ff_dim=ff_dim,
-            encoder_layers=encoder_layers,
-            decoder_layers=decoder_layers,
-            precision=precision,
-            knn=knn,
-        )
+    NODE_FEATURES = 3  # x, y, demand / capacity
+    CONTEXT = 1  # free capacity
+    OUTPUTS = 2  # directly, via the depot
 
     def forward(self, state: CVRPState) -> torch.Tensor:
         """Float32 logits (B, 2n): (direct, via depot) scores of feasible candidates, else -inf."""
