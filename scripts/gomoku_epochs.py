@@ -39,7 +39,6 @@ def overrides(variant: str, args: argparse.Namespace) -> list[str]:
         f"experiment={VARIANTS[variant]}",
         f"problem.board_size={args.board}",
         f"trainer.max_epochs={args.max_epochs}",
-        f"search.batch_size={cells}",
         f"distributed.chunk_size={cells}",
         "training.progress=false",
         "trainer.enable_progress_bar=false",
