@@ -63,6 +63,16 @@ def test_tsp20_quick_is_small() -> None:
     assert cfg.training.batches_per_epoch * cfg.training.batch_size <= 50 * 256
 
 
+def test_cvrp20_quick_is_small() -> None:
+    """The CPU routing experiment: CVRP20 (capacity 30), tiny BQ-CVRP, at most 128 instances
+    and 50 batches of 256 per epoch."""
+    cfg = compose_train(["experiment=cvrp20_quick"], tiny=False)
+    assert cfg.problem.name == "cvrp" and cfg.problem.env.num_customers == 20
+    assert cfg.model._target_ == "models.bq_cvrp.BQCVRPPolicy"
+    assert cfg.training.instances_per_epoch <= 128
+    assert cfg.training.batches_per_epoch * cfg.training.batch_size <= 50 * 256
+
+
 def test_sigma_sweep_is_a_multirun_grid_over_0_to_5() -> None:
     """tsp_sigma_sweep sweeps search.sigma over [0, 5] as a Hydra multirun."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
