@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = {"wr": "gomoku_wr", "gumbeldore": "gomoku_gumbeldore"}
+FRACTIONS = (0.5, 0.75, 0.9)  # milestones of greedy wins (of all openings) also reported
 
 
 def overrides(variant: str, args: argparse.Namespace) -> list[str]:
@@ -69,12 +71,15 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> dict:
     m = read_metrics(metrics)
     wins = m["val/wins"]
     cells = args.board * args.board
-    solved = next((e + 1 for e, w in enumerate(wins) if w >= cells), None)
+    solved = first_epoch(wins, cells)
     print(f"{variant} seed {seed}: epochs {solved}, wins {wins[-1]:.0f}/{cells}, wall {wall} s")
     return {
         "variant": variant,
         "seed": seed,
         "epochs_to_all_wins": solved,
+        "epochs_to_wins_fraction": {
+            str(f): first_epoch(wins, math.ceil(f * cells)) for f in FRACTIONS
+        },
         "best_wins": max(wins),
         "wins_per_epoch": wins,
         "draws_per_epoch": m["val/draws"],
@@ -83,6 +88,11 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> dict:
         "mean_training_s": mean(m["time/training_s"]),
         "wall_s": wall,
     }
+
+
+def first_epoch(wins: list[float], target: int) -> int | None:
+    """The first epoch (1-based) with at least `target` greedy wins, None if never."""
+    return next((e + 1 for e, w in enumerate(wins) if w >= target), None)
 
 
 def mean(values: list[float]) -> float | None:
@@ -109,8 +119,9 @@ def read_metrics(path: Path) -> dict[str, list[float]]:
 
 
 def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
-    """Mean epochs to all wins per variant (over the runs that got there) and the mean wins
-    curve, where a run that stopped after winning everywhere keeps counting all wins."""
+    """Mean epochs to all wins and to each FRACTIONS milestone per variant (over the runs that
+    got there) and the mean wins curve, where a run that stopped after winning everywhere keeps
+    counting all wins."""
     cells = args.board * args.board
     out = {}
     for variant in VARIANTS:
@@ -124,9 +135,18 @@ def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
             finished = r["epochs_to_all_wins"] is not None
             curves.append(w + [cells if finished else w[-1]] * (args.max_epochs - len(w)))
             draws.append(d + [0 if finished else d[-1]] * (args.max_epochs - len(d)))
+        milestones = {}
+        for f in FRACTIONS:
+            reached = [r["epochs_to_wins_fraction"][str(f)] for r in mine]
+            hit = [e for e in reached if e is not None]
+            milestones[str(f)] = {
+                "epochs": reached,
+                "mean_epochs_reached_runs": sum(hit) / len(hit) if hit else None,
+            }
         out[variant] = {
             "seeds": [r["seed"] for r in mine],
             "epochs_to_all_wins": [r["epochs_to_all_wins"] for r in mine],
+            "epochs_to_wins_fraction": milestones,
             "solved_runs": len(solved),
             "mean_epochs_solved_runs": sum(solved) / len(solved) if solved else None,
             "best_wins": max(r["best_wins"] for r in mine),
