@@ -169,14 +169,14 @@ def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
     labels = {"wr": "sampling with replacement", "gumbeldore": "Gumbeldore"}
     for variant, s in summary.items():
         curve, epochs = s["mean_wins_per_epoch"], range(1, len(s["mean_wins_per_epoch"]) + 1)
-        line = ax.plot(epochs, curve, label=f"{labels[variant]}, wins ({len(s['seeds'])} seeds)")
+        line = ax.plot(epochs, curve, label=f"{labels[variant]}, wins (seeds {s['seeds']})")
         color = line[0].get_color()
         ax.plot(epochs, s["mean_draws_per_epoch"], ls="--", color=color, label="draws")
     ax.axhline(args.board**2, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"greedy white results of {args.board**2} openings")
     ax.set_title(f"Gomoku {args.board}x{args.board}, {args.samples} games per opening")
-    ax.legend()
+    ax.legend(loc="lower right", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
