@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from script_loader import load_script
 
 from nco.datasets import (
     Dataset,
@@ -21,14 +21,6 @@ from nco.datasets import (
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / ".." / "shared" / "data" / "reference"
-
-
-def load_script(name: str):
-    """Import a file of scripts/ as a module."""
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_kool_tsp_first_values() -> None:

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from script_loader import load_script
 
-
-def load_script():
-    spec = importlib.util.spec_from_file_location(
-        "gomoku_epochs", ROOT / "scripts/gomoku_epochs.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPT = load_script("gomoku_epochs")
 
 
 def write_metrics(path: Path, wins: list[float]) -> None:
     """A Lightning-style CSV: validation rows and sampling rows per epoch, as nco.train logs."""
     path.parent.mkdir(parents=True)
-    keys = ["epoch", *load_script().METRICS]
+    keys = ["epoch", *SCRIPT.METRICS]
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=keys)
         writer.writeheader()
@@ -33,15 +25,14 @@ def write_metrics(path: Path, wins: list[float]) -> None:
 
 
 def test_reused_runs_give_milestones_and_censored_means(tmp_path: Path) -> None:
-    module = load_script()
     args = argparse.Namespace(board=3, max_epochs=5, out=tmp_path, reuse=True)
     write_metrics(tmp_path / "runs/wr_seed0/logs/metrics.csv", [0, 5, 7, 8, 8])  # censored
     write_metrics(tmp_path / "runs/wr_seed1/logs/metrics.csv", [4, 5, 9])  # solved at epoch 3
-    runs = [module.train("wr", 0, args), module.train("wr", 1, args)]
+    runs = [SCRIPT.train("wr", 0, args), SCRIPT.train("wr", 1, args)]
     assert runs[0]["epochs_to_all_wins"] is None and runs[1]["epochs_to_all_wins"] == 3
     # 0.5 of 9 cells -> 5 wins, 0.75 -> 7, 0.9 -> 9 (ceil)
     assert runs[0]["epochs_to_wins_fraction"] == {"0.5": 2, "0.75": 3, "0.9": None}
-    summary = module.summarize(runs, args)["wr"]
+    summary = SCRIPT.summarize(runs, args)["wr"]
     assert summary["solved_runs"] == 1 and summary["mean_epochs_solved_runs"] == 3
     assert summary["epochs_to_wins_fraction"]["0.5"] == {
         "epochs": [2, 2],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,20 +11,13 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from script_loader import load_script
 
 from nco import checkpoint
 from problems.jssp.taillard import taillard_group
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
-
-
-def load_script():
-    """scripts/jssp_table2.py as a module (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("jssp_table2", ROOT / "scripts/jssp_table2.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def upper_bounds() -> dict[str, float]:
@@ -51,7 +43,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_table_gaps_match_bounds_and_schedule(tiny_checkpoint: Path, tmp_path: Path) -> None:
     """Greedy on ta01: the JSON gap is (makespan - ub) / ub, the makespan is that of the
     decoded schedule, and the markdown cell shows the same numbers."""
-    script = load_script()
+    script = load_script("jssp_table2")
     out = tmp_path / "t2"
     result = script.main(
         [
@@ -94,7 +86,7 @@ def test_table_gaps_match_bounds_and_schedule(tiny_checkpoint: Path, tmp_path: P
 def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
     """A results JSON becomes a row labelled with its time limit; unknown groups, methods and
     non-Taillard baselines raise ValueError."""
-    script = load_script()
+    script = load_script("jssp_table2")
     results = {
         "problem": "jssp",
         "dataset": "taillard:15x15",

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 from nco.results import Results, write_results
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location(
-        "results_table", ROOT / "scripts/results_table.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_rows_sorted_with_gaps_times_and_limits(tmp_path: Path) -> None:
@@ -35,7 +24,7 @@ def test_rows_sorted_with_gaps_times_and_limits(tmp_path: Path) -> None:
     )
     b = Results("tsp", "kool:tsp20_test", "greedy", [5.0, 6.0], [4.0, None], 0.5)
     paths = [write_results(a, tmp_path / "a.json"), write_results(b, tmp_path / "b.json")]
-    lines = load_script().table(paths).splitlines()
+    lines = load_script("results_table").table(paths).splitlines()
     assert len(lines) == 4
     assert lines[3] == "| kool:tsp20_test | greedy | 2 | 5.5000 | 25.000 | - | 0.5 | 4.00 |"
     assert lines[2] == (
@@ -49,4 +38,4 @@ def test_inconsistent_file_is_rejected(tmp_path: Path) -> None:
     data["mean_gap"] = 1.0
     path.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="r.json: 'mean_cost' or 'mean_gap'"):
-        load_script().table([path])
+        load_script("results_table").table([path])
