@@ -1,4 +1,7 @@
-"""Classical CVRP baselines: HGS (PyVRP) and OR-Tools routing with guided local search.
+"""Classical CVRP baselines: PyVRP (`hgs`) and OR-Tools routing with guided local search.
+
+The `hgs` name is kept from the papers' HGS row. PyVRP 0.14 runs an iterated local search
+around HGS's local search operators; it replaced the hybrid genetic search in PyVRP 0.13.
 
 Every solver follows `nco.solver.Solver`: it takes one instance `{"depot": (2,), "locs": (n, 2),
 "demands": (n,) integers, "capacity": ()}`, a time limit in seconds and a seed, and returns the
@@ -78,7 +81,7 @@ def _result(instance_data: tuple, routes: list[list[int]], start: float) -> Solv
 
 
 def solve_hgs(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
-    """Hybrid genetic search (PyVRP) on integer distances for `time_limit` seconds.
+    """PyVRP's default search on integer distances for `time_limit` seconds.
 
     The fleet is unlimited in effect (one vehicle per customer); the load penalty cap is raised
     so that excess load always costs more than it saves on scaled unit-square distances.
