@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True)
     parser.add_argument("--solver", required=True)
-    parser.add_argument("--limit", type=int, default=12)
+    parser.add_argument("--limit", type=int, default=12, help="first LIMIT instances")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1234, 1, 2, 3])
     parser.add_argument("--time-limits", type=float, nargs="+", default=[5.0])
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="parallel solver processes")
     parser.add_argument("--cache-dir", type=Path, default=GENERATED_DIR, help="generated sets")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -50,11 +50,12 @@ def main(argv: list[str] | None = None) -> dict:
     dataset = load_dataset(args.data, cache_dir=args.cache_dir).head(args.limit)
     costs: dict[str, np.ndarray] = {}
     for limit in args.time_limits:
+        runs = []
         for seed in args.seeds:
             res = solve_all(dataset, args.solver, limit, seed, args.workers, progress=False)
-            costs[f"{limit:g}s_seed{seed}"] = np.array([res[i].cost for i in range(len(dataset))])
-            print(f"{limit:g} s, seed {seed}: mean {costs[f'{limit:g}s_seed{seed}'].mean():.4f}")
-        runs = [costs[f"{limit:g}s_seed{seed}"] for seed in args.seeds]
+            runs.append(np.array([res[i].cost for i in range(len(dataset))]))
+            costs[f"{limit:g}s_seed{seed}"] = runs[-1]
+            print(f"{limit:g} s, seed {seed}: mean {runs[-1].mean():.4f}")
         costs[f"{limit:g}s_best_of_{len(args.seeds)}"] = np.min(np.stack(runs), axis=0)
     summary = spread(costs)
     for name, row in summary["runs"].items():
