@@ -1,7 +1,8 @@
 """How far one heuristic reference run is from the best of several: seeds x time limits.
 
     python scripts/reference_spread.py --data kool:cvrp100_test --solver hgs --limit 12 \\
-        --seeds 1234 1 2 3 --time-limits 5 20 --workers 2 --out data/results/hgs_spread.json
+        --seeds 1234 1 2 3 --time-limits 5 --workers 2 \\
+        --out data/results/references/cvrp100_hgs_spread.json
 
 Every (time limit, seed) pair solves the first LIMIT instances. Each run's mean gap is taken
 to the best cost found for each instance by any run, so it is a lower bound on the run's true
