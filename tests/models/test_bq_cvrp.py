@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import hydra.utils
@@ -17,15 +16,6 @@ from nco.testing import check_env_protocol
 from problems.cvrp import CVRPEnv, CVRPInstances, CVRPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Run the tiny models on one thread: on a busy 2-core machine, thread spinning dominates."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def tiny_policy(seed: int = 0, **kwargs: object) -> BQCVRPPolicy:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import hydra.utils
@@ -19,15 +18,6 @@ from problems.tsp import TSPEnv, TSPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 TINY = {"dim": 32, "heads": 4, "ff_dim": 64, "decoder_layers": 2}
-
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Run the tiny models on one thread: on a busy 2-core machine, thread spinning dominates."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def tsp_policy(seed: int = 0, **kwargs: object) -> LEHDTSPPolicy:
