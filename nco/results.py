@@ -230,6 +230,12 @@ def format_table(results: Results, max_rows: int | None = 50) -> str:
         f"{_fmt(results.mean_gap, 9, 3)} {_fmt(mean_time, 9, 2)}"
     )
     lines.append(f"{results.num_instances} instances, wall time {results.wall_time_s:.1f} s")
+    with_ref = sum(r is not None for r in refs)
+    if 0 < with_ref < results.num_instances:
+        lines.append(
+            f"Ref and Gap average over the {with_ref} instances with a reference; "
+            f"{results.num_instances - with_ref} have none."
+        )
     return "\n".join(lines)
 
 

@@ -86,6 +86,16 @@ def test_table_rows_and_averages() -> None:
     assert lines[-2].split() == ["Average", "10.000000", "10.000000", "0.000", "1.50"]
 
 
+def test_table_says_when_gaps_cover_only_some_instances() -> None:
+    """With a missing reference, the gap averages the others and the table says so."""
+    res = Results("tsp", "d", "lkh", [11.0, 9.0, 8.0], [10.0, None, 10.0], 3.0)
+    lines = format_table(res).splitlines()
+    assert lines[-3].split()[:4] == ["Average", "9.333333", "10.000000", "-5.000"]
+    assert lines[-1].startswith("Ref and Gap average over the 2 instances with a reference; 1 ")
+    full = Results("tsp", "d", "lkh", [11.0, 9.0], [10.0, 10.0], 3.0)
+    assert "Ref and Gap average" not in format_table(full)
+
+
 def baseline_cfg(*overrides: str):
     with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
         return compose("baseline", overrides=list(overrides))
