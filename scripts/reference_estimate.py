@@ -42,8 +42,7 @@ def estimate(bound: np.ndarray, refs: np.ndarray) -> dict:
     x = np.stack([np.ones(int(known.sum())), bound[known]], axis=1)
     coef, *_ = np.linalg.lstsq(x, refs[known], rcond=None)
     resid = refs[known] - x @ coef
-    dof = len(resid) - 2
-    sigma2 = float(resid @ resid) / dof if dof > 0 else 0.0
+    sigma2 = float(resid @ resid) / (len(resid) - 2)  # at least 3 points: dof >= 1
     total = refs[known].sum()
     se = 0.0
     if m:
@@ -51,14 +50,14 @@ def estimate(bound: np.ndarray, refs: np.ndarray) -> dict:
         total += m * float(c @ coef)
         var_fit = sigma2 * float(c @ np.linalg.pinv(x.T @ x) @ c)
         se = (m / n) * float(np.sqrt(var_fit + sigma2 / m))
-    spread = float(((refs[known] - refs[known].mean()) ** 2).sum())
+    ss_total = float(((refs[known] - refs[known].mean()) ** 2).sum())
     return {
         "instances": n,
         "with_references": n - m,
         "known_mean": float(refs[known].mean()),
         "intercept": float(coef[0]),
         "slope": float(coef[1]),
-        "r2": 1.0 - float(resid @ resid) / spread if spread > 0 else 1.0,
+        "r2": 1.0 - float(resid @ resid) / ss_total if ss_total > 0 else 1.0,
         "residual_std": float(np.sqrt(sigma2)),
         "estimated_mean": float(total / n),
         "standard_error": se,
