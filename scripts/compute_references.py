@@ -9,7 +9,9 @@
 Each finished instance is appended to data/generated/references/<set>__<solver>.jsonl (index,
 cost, bound, proven optimality, time, status, solver constants), and instances already there are
 skipped, so an interrupted or time-capped run continues where it stopped when started again with
-the same arguments; --tag keeps a further run of the same solver apart (<set>__<solver>-<tag>).
+the same arguments; on a machine without the log (it is git-ignored), the instances of the
+committed reference file with the same solver, time limit and seed count as done; --tag keeps a
+further run of the same solver apart (<set>__<solver>-<tag>).
 At the end, the costs of all finished instances go to data/references/<set>__<solver>.npz
 (`indices` int32, `costs` float64, and for solvers that prove optimality `optimal` bool and
 `bounds` float64) with an entry in data/references/manifest.json (solver, settings, versions,
@@ -74,6 +76,54 @@ def read_done(path: Path, settings: dict) -> dict[int, dict]:
                 )
         done[int(row["index"])] = row
     return done
+
+
+def import_reference(out_dir: Path, file: str, settings: dict, done: dict[int, dict]) -> list[dict]:
+    """Rows of a committed reference .npz that the log lacks, so a fresh machine resumes.
+
+    The log is git-ignored and so absent on a new checkout; the .npz and its manifest entry
+    are the durable record. Imported rows take the entry's mean time per instance and status
+    "imported"; ValueError if the entry was made with another solver, time limit or seed.
+    """
+    path = out_dir / file
+    manifest_path = out_dir / "manifest.json"
+    if not path.is_file() or not manifest_path.is_file():
+        return []
+    entry = next(
+        (e for e in json.loads(manifest_path.read_text()).get("entries", []) if e["file"] == file),
+        None,
+    )
+    if entry is None:
+        return []
+    for key, value in settings.items():
+        if key != "constants" and entry["settings"].get(key) != value:
+            raise ValueError(
+                f"{manifest_path}: entry '{file}' has '{key}' = {entry['settings'].get(key)!r}, "
+                f"this run uses {value!r}; use the same settings, another --tag or --out-dir."
+            )
+    made_with = entry["settings"].get("constants") or [None]
+    with np.load(path) as arrays:
+        indices, costs = arrays["indices"], arrays["costs"]
+        optimal = arrays["optimal"] if "optimal" in arrays else None
+        bounds = arrays["bounds"] if "bounds" in arrays else None
+    rows = []
+    for k, index in enumerate(indices.tolist()):
+        if index in done:
+            continue
+        bound = None if bounds is None or np.isnan(bounds[k]) else float(bounds[k])
+        rows.append(
+            {
+                "index": index,
+                "cost": float(costs[k]),
+                "bound": bound,
+                "optimal": None if optimal is None else bool(optimal[k]),
+                "time_s": entry["mean_time_s"],
+                "status": "imported",
+                **settings,
+                "constants": made_with[0] if len(made_with) == 1 else None,
+            }
+        )
+    return rows
 
 
 def result_row(index: int, res: SolverResult, settings: dict) -> dict:
@@ -190,6 +240,14 @@ def main(argv: list[str] | None = None) -> dict:
     run = args.solver + (f"-{args.tag}" if args.tag else "")
     log = args.work_dir / f"{dataset.name.replace(':', '_')}__{run}.jsonl"
     done = read_done(log, settings)
+    imported = import_reference(
+        args.out_dir, f"{dataset.name.replace(':', '_')}__{run}.npz", settings, done
+    )
+    if imported:
+        with log.open("a") as f:
+            f.writelines(json.dumps(row) + "\n" for row in imported)
+        done.update((row["index"], row) for row in imported)
+        print(f"{dataset.name}: took {len(imported)} instances from {args.out_dir}")
     todo = [i for i in range(len(dataset)) if i not in done]
     print(f"{dataset.name}: {len(done)} done, {len(todo)} to solve with {args.solver}")
     start = time.perf_counter()

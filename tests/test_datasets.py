@@ -129,6 +129,25 @@ def test_compute_references_resumes(tmp_path: Path) -> None:
         script.main([*common[:-1], "7", *dirs, "--limit", "4"])
 
 
+def test_compute_references_resumes_from_committed_file_without_log(tmp_path: Path) -> None:
+    """Without the git-ignored log, the committed .npz counts as done; only the rest is solved."""
+    script = load_script("compute_references")
+    common = ["--data", "kool:tsp20_test", "--solver", "lkh", "--time-limit", "5", "--no-progress"]
+    common += ["--out-dir", str(tmp_path), "--cache-dir", str(tmp_path)]
+    first = script.main([*common, "--work-dir", str(tmp_path / "a"), "--limit", "2"])
+    costs = np.load(tmp_path / "kool_tsp20_test__lkh.npz")["costs"]
+    entry = script.main([*common, "--work-dir", str(tmp_path / "b"), "--limit", "3"])
+    rows = [json.loads(line) for line in (tmp_path / "b" / "kool_tsp20_test__lkh.jsonl").open()]
+    assert [(r["index"], r["status"]) for r in rows[:2]] == [(0, "imported"), (1, "imported")]
+    assert [r["index"] for r in rows] == [0, 1, 2] and rows[2]["status"] != "imported"
+    assert rows[0]["time_s"] == first["mean_time_s"]
+    assert entry["num_instances"] == 3
+    data = load_dataset("kool:tsp20_test", cache_dir=tmp_path, references_dir=tmp_path)
+    np.testing.assert_array_equal(data.references[:2], costs)
+    with pytest.raises(ValueError, match="manifest.json.*'seed'"):
+        script.main([*common, "--work-dir", str(tmp_path / "c"), "--limit", "3", "--seed", "7"])
+
+
 def test_make_datasets_keeps_existing_files_without_force(tmp_path: Path) -> None:
     """make_datasets writes a set once, keeps it on a rerun and overwrites it with --force."""
     script = load_script("make_datasets")
