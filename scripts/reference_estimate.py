@@ -79,9 +79,12 @@ def plot(bound: np.ndarray, refs: np.ndarray, result: dict, title: str, path: Pa
     ax.plot(xs, result["intercept"] + result["slope"] * xs, color="C3", label=fit)
     ax.set_xlabel("radial bound 2·Σ d(depot, i)·demand_i / capacity")
     ax.set_ylabel("reference cost")
+    if result["with_references"] == result["instances"]:
+        mean = f"mean {result['estimated_mean']:.4f} (all known)"
+    else:
+        mean = f"estimated mean {result['estimated_mean']:.3f} ± {result['standard_error']:.3f}"
     ax.set_title(
-        f"{title}: {result['with_references']:,} of {result['instances']:,} instances; "
-        f"estimated mean {result['estimated_mean']:.3f} ± {result['standard_error']:.3f}",
+        f"{title}: {result['with_references']:,} of {result['instances']:,} instances; {mean}",
         fontsize=9,
     )
     ax.legend(loc="upper left", fontsize=8)
