@@ -51,6 +51,16 @@ def solver_constants(problem: str) -> dict[str, float]:
     return {k: v for k, v in vars(module).items() if k.isupper() and isinstance(v, int | float)}
 
 
+def check_settings(where: str, recorded: dict, settings: dict, remedy: str) -> None:
+    """ValueError naming `where` if `recorded` has another solver, time limit or seed."""
+    for key, value in settings.items():
+        if key != "constants" and recorded.get(key) != value:
+            raise ValueError(
+                f"{where}: field '{key}' is {recorded.get(key)!r}, this run uses {value!r}; "
+                f"use the same settings or {remedy}."
+            )
+
+
 def read_done(path: Path, settings: dict) -> dict[int, dict]:
     """Finished instances of an earlier run; ValueError if its solver, limit or seed differ."""
     done: dict[int, dict] = {}
@@ -68,12 +78,7 @@ def read_done(path: Path, settings: dict) -> dict[int, dict]:
         if row.get("constants") != settings["constants"] and not warned:
             print(f"{path}:{lineno}: made with solver constants {row.get('constants')}")
             warned = True
-        for key, value in settings.items():
-            if key != "constants" and row.get(key) != value:
-                raise ValueError(
-                    f"{path}:{lineno}: field '{key}' is {row.get(key)!r}, this run uses "
-                    f"{value!r}; use the same settings or another --work-dir."
-                )
+        check_settings(f"{path}:{lineno}", row, settings, "another --work-dir")
         done[int(row["index"])] = row
     return done
 
@@ -95,13 +100,14 @@ def import_reference(out_dir: Path, file: str, settings: dict, done: dict[int, d
     )
     if entry is None:
         return []
-    for key, value in settings.items():
-        if key != "constants" and entry["settings"].get(key) != value:
-            raise ValueError(
-                f"{manifest_path}: entry '{file}' has '{key}' = {entry['settings'].get(key)!r}, "
-                f"this run uses {value!r}; use the same settings, another --tag or --out-dir."
-            )
+    check_settings(
+        f"{manifest_path}: entry '{file}'",
+        entry["settings"],
+        settings,
+        "another --tag or --out-dir",
+    )
     made_with = entry["settings"].get("constants") or [None]
+    row_settings = {**settings, "constants": made_with[0] if len(made_with) == 1 else None}
     with np.load(path) as arrays:
         indices, costs = arrays["indices"], arrays["costs"]
         optimal = arrays["optimal"] if "optimal" in arrays else None
@@ -110,19 +116,15 @@ def import_reference(out_dir: Path, file: str, settings: dict, done: dict[int, d
     for k, index in enumerate(indices.tolist()):
         if index in done:
             continue
-        bound = None if bounds is None or np.isnan(bounds[k]) else float(bounds[k])
-        rows.append(
-            {
-                "index": index,
-                "cost": float(costs[k]),
-                "bound": bound,
-                "optimal": None if optimal is None else bool(optimal[k]),
-                "time_s": entry["mean_time_s"],
-                "status": "imported",
-                **settings,
-                "constants": made_with[0] if len(made_with) == 1 else None,
-            }
+        res = SolverResult(
+            cost=float(costs[k]),
+            solution=[],
+            time_s=entry["mean_time_s"],
+            bound=None if bounds is None or np.isnan(bounds[k]) else float(bounds[k]),
+            optimal=None if optimal is None else bool(optimal[k]),
+            status="imported",
         )
+        rows.append(result_row(index, res, row_settings))
     return rows
 
 
@@ -146,12 +148,9 @@ def _complete_prefix(indices: np.ndarray) -> int:
 
 
 def write_reference(
-    rows: dict[int, dict], name: str, run: str, settings: dict, out_dir: Path
+    rows: dict[int, dict], name: str, file: str, settings: dict, out_dir: Path
 ) -> dict:
-    """Write the per-instance costs .npz and its manifest entry; return the entry.
-
-    `run` names the file: the solver, plus `-<tag>` for a second run of the same solver.
-    """
+    """Write the per-instance costs .npz `file` and its manifest entry; return the entry."""
     solver = settings["solver"]
     indices = np.array(sorted(rows), dtype=np.int32)
     arrays: dict[str, np.ndarray] = {
@@ -164,7 +163,6 @@ def write_reference(
         arrays["bounds"] = np.array(
             [np.nan if rows[i]["bound"] is None else rows[i]["bound"] for i in indices]
         )
-    file = f"{name.replace(':', '_')}__{run}.npz"
     save_npz(out_dir / file, arrays, compress=True)
     times = [rows[i]["time_s"] for i in indices]
     constants: list[dict | None] = []  # every set of solver constants the rows were made with
@@ -238,11 +236,11 @@ def main(argv: list[str] | None = None) -> dict:
     args.work_dir.mkdir(parents=True, exist_ok=True)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     run = args.solver + (f"-{args.tag}" if args.tag else "")
-    log = args.work_dir / f"{dataset.name.replace(':', '_')}__{run}.jsonl"
+    stem = f"{dataset.name.replace(':', '_')}__{run}"
+    log = args.work_dir / f"{stem}.jsonl"
     done = read_done(log, settings)
-    imported = import_reference(
-        args.out_dir, f"{dataset.name.replace(':', '_')}__{run}.npz", settings, done
-    )
+    file = f"{stem}.npz"
+    imported = import_reference(args.out_dir, file, settings, done)
     if imported:
         with log.open("a") as f:
             f.writelines(json.dumps(row) + "\n" for row in imported)
@@ -273,7 +271,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"solved {len(done)} of {len(dataset)} in {time.perf_counter() - start:.0f} s")
     if not done:
         return {}
-    entry = write_reference(done, dataset.name, run, settings, args.out_dir)
+    entry = write_reference(done, dataset.name, file, settings, args.out_dir)
     print(json.dumps(entry, indent=1))
     return entry
 
