@@ -23,30 +23,28 @@ def apply_symmetry(coords: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
 
 
 def random_rotation(coords: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Rotate each row about (0.5, 0.5) by a uniform random angle.
+    """Rotate each row about (0.5, 0.5) by a uniform random angle, then shrink back into the square.
 
-    Rows that leave the unit square are shifted and scaled uniformly back into it, which keeps
-    every tour's relative length and so the optimal tour.
+    A row with a point outside the unit square after rotation is scaled about the centre by
+    0.5 / (largest coordinate offset from 0.5), as the paper does; points are never moved apart,
+    so every tour keeps its relative length (and the optimal tour stays optimal) and no distance
+    grows. The authors' code takes that offset over the whole instance before cutting the
+    sub-tour; here it is the sub-problem's own, as the paper words it (shrink-only either way).
     """
     b = coords.shape[0]
     angle = torch.rand(b, generator=generator, dtype=torch.float64) * 2 * math.pi
     angle = angle.to(coords.device, coords.dtype).view(-1, 1)
     cx, cy = coords[..., 0] - 0.5, coords[..., 1] - 0.5
     cos, sin = torch.cos(angle), torch.sin(angle)
-    out = torch.stack([cos * cx - sin * cy + 0.5, sin * cx + cos * cy + 0.5], dim=-1)
-    lo = out.amin(dim=(1, 2), keepdim=True)
-    hi = out.amax(dim=(1, 2), keepdim=True)
-    outside = (lo < 0) | (hi > 1)
-    rescaled = (out - lo) / (hi - lo).clamp_min(1e-12)
-    return torch.where(outside, rescaled, out)
+    centred = torch.stack([cos * cx - sin * cy, sin * cx + cos * cy], dim=-1)
+    offset = centred.abs().amax(dim=(1, 2), keepdim=True)
+    scale = torch.where(offset > 0.5, 0.5 / offset.clamp_min(1e-12), torch.ones_like(offset))
+    return (centred * scale + 0.5).clamp(0.0, 1.0)
 
 
-def random_augment(
-    coords: torch.Tensor, generator: torch.Generator | None = None, rotate_prob: float = 0.5
-) -> torch.Tensor:
-    """A random symmetry per row, then a random rotation with probability `rotate_prob`."""
+def random_augment(coords: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """A random square symmetry per row, then a random rotation (paper D.2.3: every sub-tour is
+    rotated by a uniform angle, as in the authors' code)."""
     b = coords.shape[0]
     code = torch.randint(0, 8, (b,), generator=generator).to(coords.device)
-    out = apply_symmetry(coords, code)
-    rotate = (torch.rand(b, generator=generator) < rotate_prob).to(coords.device).view(-1, 1, 1)
-    return torch.where(rotate, random_rotation(out, generator), out)
+    return random_rotation(apply_symmetry(coords, code), generator)

@@ -83,27 +83,31 @@ class TSPEnv(Env):
         actions: torch.Tensor,
         generator: torch.Generator | None = None,
     ) -> tuple[TSPState, torch.Tensor]:
-        """Random sub-tours of one random length t in 4..n (paper D.2.3), augmented.
+        """Random sub-tours of one random length t in 4..n+1 (paper D.2.3), augmented.
 
         The sub-tour's first node is the origin, its last the destination, and the target is
-        the node after the origin. Direction, square symmetry and rotation are randomized.
+        the node after the origin. t = n + 1 closes the tour on its first node: origin equals
+        destination with the n - 1 other nodes remaining, the root state every decode starts
+        from (the authors' code draws t from 4..n+1 too; the paper's "4..N" counts it apart).
+        Direction, square symmetry and rotation are randomized.
         """
         coords = instances.coords
         b, n, _ = coords.shape
         dev = coords.device
         tour = torch.cat([torch.zeros(b, 1, dtype=torch.long, device=dev), actions[:, : n - 1]], 1)
-        t = n if n <= 4 else int(torch.randint(4, n + 1, (1,), generator=generator))
+        t = int(torch.randint(min(4, n + 1), n + 2, (1,), generator=generator))
         start = torch.randint(0, n, (b, 1), generator=generator).to(dev)
         sub = tour.gather(1, (start + torch.arange(t, device=dev)) % n)
         flip = (torch.rand(b, generator=generator) < 0.5).to(dev).view(-1, 1)
         sub = torch.where(flip, sub.flip(1), sub)
-        sub_coords = coords.gather(1, sub.unsqueeze(-1).expand(-1, -1, 2))
+        nodes = min(t, n)  # a closed tour lists its first node once
+        sub_coords = coords.gather(1, sub[:, :nodes].unsqueeze(-1).expand(-1, -1, 2))
         sub_coords = random_augment(sub_coords, generator)
         state = TSPState(
             coords=sub_coords,
             origin=torch.zeros(b, dtype=torch.long, device=dev),
-            dest=torch.full((b,), t - 1, dtype=torch.long, device=dev),
-            remaining=torch.arange(1, t - 1, device=dev).expand(b, -1).contiguous(),
+            dest=torch.full((b,), (t - 1) % n, dtype=torch.long, device=dev),
+            remaining=torch.arange(1, min(t - 1, n), device=dev).expand(b, -1).contiguous(),
             length=torch.zeros(b, dtype=torch.float64, device=dev),
         )
         return state, torch.ones(b, dtype=torch.long, device=dev)

@@ -74,11 +74,11 @@ def test_cvrp20_quick_is_small() -> None:
 
 
 def test_sigma_sweep_is_a_multirun_grid_over_0_to_5() -> None:
-    """tsp_sigma_sweep sweeps search.sigma over [0, 5] as a Hydra multirun."""
+    """tsp_sigma_sweep sweeps sampling.sigma over [0, 5] as a Hydra multirun."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         cfg = compose("train", ["experiment=tsp_sigma_sweep"], return_hydra_config=True)
     assert cfg.hydra.mode.name == "MULTIRUN"
-    sigmas = [float(s) for s in str(cfg.hydra.sweeper.params["search.sigma"]).split(",")]
+    sigmas = [float(s) for s in str(cfg.hydra.sweeper.params["sampling.sigma"]).split(",")]
     assert min(sigmas) == 0.0 and max(sigmas) == 5.0 and len(sigmas) >= 5
 
 
@@ -109,3 +109,36 @@ def test_cli_multirun_writes_one_run_per_value(tmp_path: Path) -> None:
         assert saved.search.sigma == sigma
         assert (run_dir / "best.pt").is_file()
         assert (run_dir / "logs" / "metrics.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    ("experiment", "search", "expected"),
+    [
+        ("tsp100_gumbeldore", None, {"method": "gumbeldore", "update": "global", "sigma": 0.3}),
+        ("tsp100_gumbeldore", "wor", {"method": "gumbeldore", "update": "none", "sigma": 0.0}),
+        ("tsp100_gumbeldore", "wr", {"method": "sample", "num_samples": 128}),
+        ("tsp100_wor", None, {"method": "gumbeldore", "update": "none", "beam_width": 32}),
+        ("cvrp100_gumbeldore", None, {"method": "gumbeldore", "update": "global", "sigma": 3.0}),
+        ("tsp20_quick", "wor", {"method": "gumbeldore", "update": "none", "beam_width": 16}),
+        ("tsp20_quick", "wr", {"method": "sample", "num_samples": 64}),
+    ],
+)
+def test_search_group_choice_gives_that_method(experiment, search, expected, tmp_path) -> None:
+    """An experiment's sampling budget never overrides the method of the chosen search group:
+    `experiment=tsp100_gumbeldore search=wor` is round-wise SBS (update none, sigma 0)."""
+    overrides = [f"experiment={experiment}"] + ([f"search={search}"] if search else [])
+    cfg = compose_train(overrides, tmp_path, tiny=False)
+    composed = OmegaConf.to_container(cfg.search, resolve=True)
+    assert {k: composed[k] for k in expected} == expected
+    decoder_kwargs(composed)  # every key is a parameter of that decoder
+
+
+def test_paper_experiments_compose(tmp_path) -> None:
+    """CVRP100 SI GD draws capacities from 40..100 with BQ-CVRP; LEHD and SL variants compose."""
+    cvrp = compose_train(["experiment=cvrp100_gumbeldore"], tmp_path, tiny=False)
+    assert list(cvrp.problem.env.capacity_range) == [40, 100]
+    assert cvrp.model._target_.endswith("BQCVRPPolicy") and cvrp.problem.num_customers == 100
+    lehd = compose_train(["experiment=tsp100_lehd_gumbeldore"], tmp_path, tiny=False)
+    assert lehd.model._target_.endswith("LEHDTSPPolicy") and lehd.search.method == "gumbeldore"
+    sl = compose_train(["experiment=cvrp100_sl"], tmp_path, tiny=False)
+    assert sl.mode == "sl" and sl.training.lr == 1e-4 and sl.problem.name == "cvrp"

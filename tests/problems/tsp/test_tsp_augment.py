@@ -70,3 +70,27 @@ def test_random_augment_is_similarity_and_seeded() -> None:
     ratio_b = tour_length(out, tour_b) / tour_length(coords, tour_b)
     assert torch.allclose(ratio_a, ratio_b, rtol=1e-12, atol=0)
     assert bool((out >= 0).all()) and bool((out <= 1).all())
+
+
+def pairwise(coords: torch.Tensor) -> torch.Tensor:
+    """All pairwise distances per row, (B, n, n)."""
+    return torch.cdist(coords, coords)
+
+
+@pytest.mark.parametrize("spread", [0.02, 0.2, 1.0])
+def test_random_augment_never_enlarges_a_distance(spread: float) -> None:
+    """Rotation shrinks rows that leave the square and leaves the rest alone: no pairwise
+    distance grows, even for tight clusters (the old min-max rescale enlarged those up to ~4x),
+    every row keeps one scale factor for all its distances, and points stay in [0, 1]^2."""
+    gen = torch.Generator().manual_seed(7)
+    centre = 0.5 + (torch.rand(256, 1, 2, generator=gen, dtype=torch.float64) - 0.5) * (1 - spread)
+    coords = centre + (torch.rand(256, 6, 2, generator=gen, dtype=torch.float64) - 0.5) * spread
+    out = random_augment(coords, torch.Generator().manual_seed(8))
+    before, after = pairwise(coords), pairwise(out)
+    assert bool((after <= before * (1 + 1e-12) + 1e-15).all())
+    ratio = after[:, 0, 1] / before[:, 0, 1]
+    assert torch.allclose(after, before * ratio.view(-1, 1, 1), rtol=1e-9, atol=1e-12)
+    assert bool((out >= 0).all()) and bool((out <= 1).all())
+    if spread <= 0.2:  # a cluster well inside the square is only rotated, never rescaled
+        inside = (coords - 0.5).norm(dim=-1).amax(dim=1) < 0.5  # inside under every angle
+        assert inside.any() and torch.allclose(ratio[inside], torch.ones_like(ratio[inside]))

@@ -174,33 +174,58 @@ def matching_segments(coords: torch.Tensor, tour: list[int], sub: torch.Tensor) 
 
 
 def test_training_batch_maps_back_to_expert_subtours() -> None:
-    """Each training state is a similar copy of an expert sub-tour from origin to destination,
-    with t - 2 remaining nodes, and its target is the node after the origin on that sub-tour."""
+    """Each training state is a similar, never enlarged copy of an expert sub-tour from origin to
+    destination with the nodes between them remaining, and its target is the node after the
+    origin. Closed sub-tours (t = n + 1) are the root state: origin = destination, n - 1 left."""
     env = TSPEnv(7)
     gen = torch.Generator().manual_seed(11)
     instances = env.generate(8, gen)
     actions = torch.stack([torch.randperm(6, generator=gen) + 1 for _ in range(8)])
-    sizes = set()
-    for _ in range(4):
+    sizes, closed = set(), 0
+    for _ in range(12):
         state, target = env.training_batch(instances, actions, gen)
         t = state.coords.shape[1]
         sizes.add(t)
         assert 4 <= t <= 7
-        assert torch.equal(state.remaining, torch.arange(1, t - 1).expand(8, -1))
-        assert bool((state.origin == 0).all()) and bool((state.dest == t - 1).all())
+        assert bool((state.origin == 0).all())
+        if bool((state.dest == 0).all()):
+            closed += 1
+            assert t == 7 and torch.equal(state.remaining, torch.arange(1, 7).expand(8, -1))
+        else:
+            assert bool((state.dest == t - 1).all())
+            assert torch.equal(state.remaining, torch.arange(1, t - 1).expand(8, -1))
         assert bool((state.coords >= 0).all()) and bool((state.coords <= 1).all())
         for row in range(8):
             tour = [0, *actions[row].tolist()]
             segments = matching_segments(instances.coords[row], tour, state.coords[row])
             assert len(segments) == 1
             segment = segments[0]
+            original = pairwise(instances.coords[row][segment])[0, 1]
+            assert pairwise(state.coords[row])[0, 1] <= original * (1 + 1e-12)
             origin = segment[int(state.origin[row])]
             position = tour.index(origin)
             # Mapped back, the target is the tour neighbour of the origin that the segment
             # walks to (segments are built in walking order).
             assert segment[int(target[row])] == segment[1]
             assert segment[1] in {tour[(position + 1) % 7], tour[(position - 1) % 7]}
-    assert len(sizes) > 1
+    assert len(sizes) > 1 and closed > 0
+
+
+def test_training_batch_trains_the_root_state() -> None:
+    """Some batches hold the state every decode starts from: origin = destination with all other
+    n - 1 nodes remaining, the same state `reset` gives (up to the augmentation)."""
+    env = TSPEnv(10)
+    gen = torch.Generator().manual_seed(3)
+    instances = env.generate(4, gen)
+    actions = torch.stack([torch.randperm(9, generator=gen) + 1 for _ in range(4)])
+    roots = 0
+    for _ in range(60):  # t is uniform on 4..11: P(no root in 60 draws) = (7/8)^60 < 1e-3
+        state, _ = env.training_batch(instances, actions, gen)
+        if bool((state.origin == state.dest).all()):
+            roots += 1
+            assert state.remaining.shape == (4, 9)
+            assert not bool(env.is_done(state).any())
+    assert roots > 0
 
 
 def test_training_batch_same_seed_same_result() -> None:
