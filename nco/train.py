@@ -2,7 +2,8 @@
 
     nco-train experiment=tsp20_quick
     nco-train experiment=tsp100_gumbeldore distributed=ray distributed.workers=16
-    nco-train ckpt_path=outputs/<date>/<time>/checkpoints/last.ckpt   # resume
+    nco-train experiment=tsp20_quick hydra.run.dir=runs/a   # rerun the same: continues
+    nco-train ckpt_path=outputs/<date>/<time>/checkpoints/last.ckpt   # resume elsewhere
     nco-train --multirun experiment=tsp_sigma_sweep
 
 See docs/training.md for the config groups, logged metrics and checkpoints.
@@ -10,6 +11,7 @@ See docs/training.md for the config groups, logged metrics and checkpoints.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,13 +20,15 @@ import hydra
 import lightning as L
 import torch
 from hydra.utils import get_method, instantiate
-from lightning.pytorch.callbacks import ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint
 from nco.distributed import Sampler, make_sampler
 from nco.env import Batch, Env
 from nco.training import ExportBest, SelfImprovementModule, TrajectoryDataModule
+from nco.training.callbacks import KeepLogs
+from nco.training.checkpoint_io import AtomicCheckpointIO
+from nco.training.progress import LineProgress
 from nco.training.references import reference_costs
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"  # absolute: console scripts work
@@ -82,7 +86,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         expert = get_method(cfg.problem.expert_loader)(cfg.sl_data)
     elif cfg.mode == "si":
         sampler = make_sampler(
-            cfg.distributed, env, problem_cfg["env"], model_cfg, progress=bool(tcfg.progress)
+            cfg.distributed, env, problem_cfg["env"], model_cfg, progress=interactive(cfg)
         )
     schedule = tcfg.get("p_min_schedule")
     tie_break = str(tcfg.get("tie_break", "first"))
@@ -119,25 +123,57 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         "search": search_cfg if cfg.mode == "si" else {},
     }
     callbacks = [
-        ModelCheckpoint(dirpath=out / "checkpoints", save_last=True, save_top_k=0),
+        *named_instances(cfg.get("callbacks")),
         ExportBest(out / "best.pt", model_cfg, problem_cfg, meta),
+        KeepLogs(),
     ]
-    logger = instantiate(cfg.logger) if cfg.get("logger") else False
+    if bool(cfg.trainer.get("enable_progress_bar", True)) and not interactive(cfg):
+        callbacks.append(LineProgress(float(tcfg.get("progress_interval_s", 60))))
+    loggers = named_instances(cfg.get("logger"))
     trainer = instantiate(
         cfg.trainer,
-        logger=logger,
+        logger=loggers or False,
         callbacks=callbacks,
         default_root_dir=str(out),
         reload_dataloaders_every_n_epochs=1,
+        plugins=[AtomicCheckpointIO()],
     )
     return trainer, module, datamodule
+
+
+def named_instances(group: DictConfig | None) -> list[Any]:
+    """Instantiate each named `_target_` config of a group such as `logger` or `callbacks`
+    (`{csv: {...}, tensorboard: {...}}`); null entries are skipped."""
+    if not group:
+        return []
+    return [instantiate(node) for node in group.values() if node is not None]
+
+
+def interactive(cfg: DictConfig) -> bool:
+    """Progress bars only where someone watches: `training.progress` and stderr a terminal."""
+    return bool(cfg.training.progress) and sys.stderr.isatty()
+
+
+def resume_path(cfg: DictConfig) -> str | None:
+    """The checkpoint to resume: `ckpt_path`, else (with `resume`) the run folder's own
+    `checkpoints/last.ckpt` when it exists, so rerunning the same command continues."""
+    if cfg.get("ckpt_path"):
+        return str(cfg.ckpt_path)
+    last = Path(cfg.out_dir) / "checkpoints" / "last.ckpt"
+    if cfg.get("resume", True) and last.is_file():
+        print(f"nco-train: resuming from {last}", file=sys.stderr, flush=True)
+        return str(last)
+    return None
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
     """Train as configured; returns the best validation objective, its epoch and best.pt's path."""
     trainer, module, datamodule = build(cfg)
+    params = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    for logger in trainer.loggers:
+        logger.log_hyperparams(params)
     try:
-        trainer.fit(module, datamodule=datamodule, ckpt_path=cfg.get("ckpt_path"))
+        trainer.fit(module, datamodule=datamodule, ckpt_path=resume_path(cfg))
     finally:
         if datamodule.sampler is not None:
             datamodule.sampler.close()

@@ -48,3 +48,34 @@ class ExportBest(L.Callback):
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         checkpoint.save(self.path, pl_module.best_policy, self.model, self.problem, meta)
+
+
+class KeepLogs(L.Callback):
+    """Loggers lose no finished epoch when a run is killed, and log each epoch once on resume.
+
+    Flushes every logger after each validation and at each epoch start (Lightning's CSV logger
+    otherwise writes every 100 steps), and when the fit resumes from a checkpoint, drops the
+    rows that a killed run logged for epochs it had not checkpointed (loggers with
+    `drop_from_epoch`, e.g. `ResumableCSVLogger`).
+    """
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.ckpt_path is None:
+            return
+        for logger in trainer.loggers:
+            drop = getattr(logger, "drop_from_epoch", None)
+            if callable(drop):
+                drop(trainer.current_epoch)
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._flush(trainer)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not trainer.sanity_checking:
+            self._flush(trainer)
+
+    @staticmethod
+    def _flush(trainer: L.Trainer) -> None:
+        if trainer.is_global_zero:
+            for logger in trainer.loggers:
+                logger.save()

@@ -213,6 +213,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.val_instances, self.val_references = val_instances, refs.to(torch.float64)
         self.buffer = TrajectoryBuffer(buffer_capacity if mode == "si" else None)
         self.buffer_version = 0  # the module's best_version the buffer was sampled with
+        self.collected_epoch = -1  # the last epoch whose sampling step is in the buffer
         self.epoch_stats: dict[str, float] = {}
 
     def search_for_epoch(self, epoch: int) -> dict[str, Any]:
@@ -260,10 +261,15 @@ class TrajectoryDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         """The epoch's batches; in SI mode, runs the sampling step first."""
         epoch = self.trainer.current_epoch
-        if self.mode == "si":
+        if self.mode == "si" and epoch > self.collected_epoch:
             module = self.trainer.lightning_module
             policy = module.best_policy if self.sample_policy == "best" else module.policy
             self.collect(policy, module.best_version, epoch)
+            self.collected_epoch = epoch
+        elif self.mode == "si":
+            # Resuming from a checkpoint of a finished epoch, Lightning asks for that epoch's
+            # loader once more: its samples are already in the restored buffer.
+            self.epoch_stats = {}
         else:
             self.epoch_stats = {}
         self.epoch_stats["buffer/size"] = float(len(self.buffer))
@@ -296,13 +302,18 @@ class TrajectoryDataModule(L.LightningDataModule):
         return rows.to(device), tensor.to(device)
 
     def state_dict(self) -> dict[str, Any]:
-        """The buffer and the policy version it was sampled with (for resume)."""
-        return {"buffer": self.buffer.state_dict(), "buffer_version": self.buffer_version}
+        """The buffer, the policy version it was sampled with and its last epoch (for resume)."""
+        return {
+            "buffer": self.buffer.state_dict(),
+            "buffer_version": self.buffer_version,
+            "collected_epoch": self.collected_epoch,
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what `state_dict` saved."""
         self.buffer.load_state_dict(state_dict["buffer"])
         self.buffer_version = int(state_dict["buffer_version"])
+        self.collected_epoch = int(state_dict.get("collected_epoch", -1))
 
     def _rank(self) -> tuple[int, int]:
         trainer = self.trainer

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import CONFIGS, compose_train
 from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from nco.decode import decoder_kwargs
+from nco.train import named_instances
 
 REPO = CONFIGS.parent
 
@@ -29,8 +29,25 @@ def test_every_search_config_is_a_valid_decoder_call(name: str) -> None:
 def test_loggers_instantiate_offline(name: str, tmp_path) -> None:
     """CSV, TensorBoard and (offline) W&B loggers build without network access."""
     cfg = compose_train([f"logger={name}"], tmp_path)
-    logger = instantiate(cfg.logger)
+    (logger,) = named_instances(cfg.logger)
     assert str(tmp_path) in str(logger.save_dir if name == "wandb" else logger.log_dir)
+
+
+def test_several_loggers_and_callbacks_compose_together(tmp_path) -> None:
+    """`logger=[csv,tensorboard]` keeps both (a single-valued group kept only the last), and
+    `callbacks=[default,top_k,early_stopping]` gives last.ckpt, top-k and early stopping."""
+    cfg = compose_train(
+        ["logger=[csv,tensorboard]", "callbacks=[default,top_k,early_stopping]"], tmp_path
+    )
+    names = [type(x).__name__ for x in named_instances(cfg.logger)]
+    assert names == ["ResumableCSVLogger", "TensorBoardLogger"]
+    callbacks = named_instances(cfg.callbacks)
+    assert [type(c).__name__ for c in callbacks] == [
+        "ModelCheckpoint",
+        "ModelCheckpoint",
+        "EarlyStopping",
+    ]
+    assert callbacks[1].monitor == "val/objective" and callbacks[1].save_top_k == 3
 
 
 def test_tsp100_gumbeldore_has_the_paper_hyperparameters() -> None:
