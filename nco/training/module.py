@@ -75,6 +75,7 @@ class SelfImprovementModule(L.LightningModule):
     def on_validation_epoch_start(self) -> None:
         if "train" in self._clock and not self.trainer.sanity_checking:
             self._clock["train_s"] = time.perf_counter() - self._clock.pop("train")
+        self._clock["val"] = time.perf_counter()
         self._val = {"objective": [], "reference": [], "initial": []}
 
     def validation_step(self, batch: tuple[Batch, torch.Tensor], batch_idx: int) -> None:
@@ -112,6 +113,7 @@ class SelfImprovementModule(L.LightningModule):
             self.best_epoch = self.current_epoch
         metrics["val/best_objective"] = self.best_objective
         metrics["val/improved"] = float(self.improved)
+        metrics["time/validation_s"] = time.perf_counter() - self._clock.pop("val")
         self.last_val = metrics
         self.log_dict(metrics)
         if self.stop_objective is not None and value >= self.stop_objective:

@@ -1,0 +1,307 @@
+"""The CPU-scale reproduction of the paper's Table 1 claim: SL vs SI WR / WOR / GD; resumable.
+
+    python scripts/reproduction.py run --study tsp20 --seeds 0 1 --turn-epochs 5 --max-wall 3600
+    python scripts/reproduction.py report --study tsp20
+    python scripts/reproduction.py evaluate --study tsp20 --limit 10000
+
+`run` trains every (method, seed) of a study with `nco-train experiment=<study's experiment>`,
+the method's overrides (below) and a fixed folder `data/reproduction/<study>/<method>_s<seed>`,
+round-robin: each turn extends a run by `--turn-epochs` epochs (up to the experiment's
+`trainer.max_epochs`), `--parallel` runs at a time with the CPU cores split between them, so all
+arms advance together and a snapshot compares like with like. Killing it at any moment loses at
+most the unfinished epochs: rerunning the same command continues every run from its
+`checkpoints/last.ckpt` with its metrics intact. Each chunk is recorded in `<run>/chunks.jsonl`
+(git commit, epochs, dates), the code version behind every epoch.
+
+Methods (everything else equal: model, optimizer steps per epoch, batch size, learning rate):
+  sl   imitation of the solver's solutions of fresh random instances (the study's `sl_data`);
+  wr   self-improvement, best of beam_width x rounds samples drawn with replacement;
+  wor  round-wise sampling without replacement (Gumbeldore with update none);
+  gd   Gumbeldore (global update, the experiment's sigma and p_min schedule).
+
+`report` writes `data/results/reproduction/<study>.json` (per run: validation gap per epoch,
+wall time per epoch, best gap and its epoch) and `<study>.png` (gap vs epoch and vs hours).
+`evaluate` decodes each run's `best.pt` greedily and by beam search 16 on the study's test set
+and writes `data/results/reproduction/<study>__<method>_s<seed>__{greedy,beam16}.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "data" / "reproduction"
+RESULTS = REPO / "data" / "results" / "reproduction"
+METHODS: dict[str, list[str]] = {
+    "sl": ["mode=sl"],
+    "wr": ["search=wr", "training.p_min_schedule=null"],  # sampling has no p_min
+    "wor": ["search=wor"],
+    "gd": ["search=gumbeldore"],
+}
+COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
+
+
+@dataclass(frozen=True)
+class Study:
+    """One problem and size: its experiment config, SL expert file and test set."""
+
+    experiment: str
+    sl_data: str
+    test: str
+
+
+STUDIES = {
+    "tsp20": Study("repro_tsp20", "data/generated/expert/tsp20_exact.npz", "kool:tsp20_test"),
+    "tsp50": Study("repro_tsp50", "data/generated/expert/tsp50_lkh.npz", "kool:tsp50_test"),
+    "cvrp20": Study("repro_cvrp20", "data/generated/expert/cvrp20_hgs.npz", "kool:cvrp20_test"),
+    "cvrp50": Study("repro_cvrp50", "data/generated/expert/cvrp50_hgs.npz", "kool:cvrp50_test"),
+}
+
+
+def run_dir(study: str, method: str, seed: int) -> Path:
+    """The fixed folder of one run (rerunning continues it)."""
+    return RUNS / study / f"{method}_s{seed}"
+
+
+def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> list[str]:
+    """The `nco.train` overrides of one run; `max_epochs` caps this chunk."""
+    spec = STUDIES[study]
+    args = [f"experiment={spec.experiment}", *METHODS[method], f"seed={seed}"]
+    if method == "sl":
+        args.append(f"sl_data={REPO / spec.sl_data}")
+    args += [f"hydra.run.dir={run_dir(study, method, seed)}", "training.progress=false"]
+    if max_epochs is not None:
+        args.append(f"trainer.max_epochs={max_epochs}")
+    return args
+
+
+def epochs_done(folder: Path) -> int:
+    """Validated epochs in a run's metrics.csv (0 before the first)."""
+    path = folder / "logs" / "metrics.csv"
+    if not path.is_file():
+        return 0
+    with open(path, newline="") as f:
+        epochs = [int(r["epoch"]) for r in csv.DictReader(f) if r.get("val/objective")]
+    return max(epochs) + 1 if epochs else 0
+
+
+def target_epochs(study: str) -> int:
+    """The experiment's `trainer.max_epochs` (the study's full length)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
+        cfg = compose("train", overrides=[f"experiment={STUDIES[study].experiment}", "out_dir=x"])
+    return int(cfg.trainer.max_epochs)
+
+
+def git_commit() -> str:
+    """The checkout's commit, with '+dirty' when tracked files differ from it."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "diff", "--quiet", "HEAD", "--", "nco", "problems", "models", "configs"], cwd=REPO
+    ).returncode
+    return head + ("+dirty" if dirty else "")
+
+
+def launch(study: str, method: str, seed: int, upto: int, threads: int) -> subprocess.Popen:
+    """Start one chunk of one run in the background, its output appended to <run>/train.log."""
+    folder = run_dir(study, method, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore"}
+    cmd = [sys.executable, "-m", "nco.train", *train_args(study, method, seed, upto)]
+    log = open(folder / "train.log", "a")  # noqa: SIM115 (closed when the chunk ends)
+    log.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {' '.join(cmd)}\n")
+    log.flush()
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def record_chunk(study: str, method: str, seed: int, start: int, end: int, t0: float) -> None:
+    """Append the chunk's code version and epochs to <run>/chunks.jsonl."""
+    entry = {
+        "commit": git_commit(),
+        "epochs": [start, end],
+        "wall_s": round(time.time() - t0, 1),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+    }
+    with open(run_dir(study, method, seed) / "chunks.jsonl", "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    """Round-robin chunks of every run until all reach the study length or time runs out."""
+    total = target_epochs(args.study)
+    runs = [(m, s) for s in args.seeds for m in args.methods]
+    threads = max(1, (os.cpu_count() or 1) // args.parallel)
+    deadline = time.monotonic() + args.max_wall if args.max_wall else None
+    active: dict[tuple[str, int], tuple[subprocess.Popen, int, float]] = {}
+    try:
+        while True:
+            for key, (proc, start, t0) in list(active.items()):
+                if proc.poll() is not None:
+                    del active[key]
+                    end = epochs_done(run_dir(args.study, *key))
+                    record_chunk(args.study, *key, start, end, t0)
+                    status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+                    print(f"{key[0]} seed {key[1]}: epochs {start}..{end} ({status})", flush=True)
+                    if proc.returncode != 0:
+                        raise SystemExit(f"{run_dir(args.study, *key)}/train.log: chunk failed")
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            waiting = sorted(
+                (epochs_done(run_dir(args.study, m, s)), m, s)
+                for m, s in runs
+                if (m, s) not in active
+            )
+            waiting = [w for w in waiting if w[0] < total]
+            if not waiting and not active:
+                print(f"{args.study}: all runs at {total} epochs")
+                return
+            while waiting and len(active) < args.parallel:
+                done, m, s = waiting.pop(0)
+                upto = min(total, done + args.turn_epochs)
+                active[(m, s)] = (launch(args.study, m, s, upto, threads), done, time.time())
+            time.sleep(5)
+    finally:
+        for (m, s), (proc, start, t0) in active.items():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)  # resumable: the next run continues
+                proc.wait()
+            record_chunk(args.study, m, s, start, epochs_done(run_dir(args.study, m, s)), t0)
+
+
+def read_run(folder: Path) -> dict:
+    """Per-epoch validation gap and wall time (sampling + training + validation) of a run."""
+    path = folder / "logs" / "metrics.csv"
+    gap: dict[int, float] = {}
+    wall: dict[int, float] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            e = int(row["epoch"])
+            if row.get("val/gap"):
+                gap[e] = float(row["val/gap"])
+            for key in ("time/sampling_s", "time/training_s", "time/validation_s"):
+                if row.get(key):
+                    wall[e] = wall.get(e, 0.0) + float(row[key])
+    epochs = sorted(gap)
+    hours, total = [], 0.0
+    for e in epochs:
+        total += wall.get(e, 0.0)
+        hours.append(total / 3600)
+    best = min(epochs, key=lambda e: gap[e]) if epochs else None
+    chunks_file = folder / "chunks.jsonl"
+    chunks = (
+        [json.loads(x) for x in chunks_file.read_text().splitlines()]
+        if chunks_file.is_file()
+        else []
+    )
+    return {
+        "epochs": epochs,
+        "val_gap": [gap[e] for e in epochs],
+        "hours": hours,
+        "best_epoch": best,
+        "best_val_gap": gap[best] if best is not None else None,
+        "chunks": chunks,
+    }
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    """Results JSON and the two-panel learning-curve PNG of a study."""
+    folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
+    if not folders:
+        raise SystemExit(f"{RUNS / args.study}: no runs yet")
+    runs = {p.name: read_run(p) for p in folders}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{args.study}.json"
+    out.write_text(
+        json.dumps({"study": args.study, **vars(STUDIES[args.study]), "runs": runs}, indent=1)
+    )
+    fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for name, r in runs.items():
+        method, seed = name.rsplit("_s", 1)
+        style = dict(
+            color=COLORS.get(method, "gray"),
+            ls="-" if seed == "0" else "--",
+            lw=1.2,
+            label=f"{method.upper()} seed {seed}",
+        )
+        by_epoch.plot(r["epochs"], r["val_gap"], **style)
+        by_time.plot(r["hours"], r["val_gap"], **style)
+    by_epoch.set(xlabel="epoch", ylabel="validation gap, greedy (%)", yscale="log")
+    by_time.set(xlabel="wall-clock hours (sampling + training + validation)")
+    by_time.legend(fontsize=7)
+    fig.suptitle(f"{args.study}: SL vs SI WR / WOR / GD (same model and optimizer steps)")
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"{args.study}.png", dpi=110)
+    for name, r in runs.items():
+        print(
+            f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
+            f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h)"
+        )
+    print(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    """Greedy and beam-16 gaps of each run's best.pt on the study's test set."""
+    spec = STUDIES[args.study]
+    decoders = {"greedy": ["search=greedy"], "beam16": ["search=beam", "search.beam_width=16"]}
+    for folder in sorted((RUNS / args.study).glob("*_s*")):
+        if not (folder / "best.pt").is_file():
+            continue
+        for name, overrides in decoders.items():
+            out = RESULTS / f"{args.study}__{folder.name}__{name}.json"
+            cmd = [
+                sys.executable,
+                "-m",
+                "nco.evaluate",
+                f"checkpoint={folder / 'best.pt'}",
+                f"data={spec.test}",
+                *overrides,
+                f"out={out}",
+                "progress=false",
+            ]
+            if args.limit:
+                cmd.append(f"limit={args.limit}")
+            subprocess.run(cmd, cwd=REPO, check=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="train the study's runs round-robin (resumable)")
+    run.add_argument("--study", choices=STUDIES, required=True)
+    run.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    run.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    run.add_argument("--turn-epochs", type=int, default=5, help="epochs per run and turn")
+    run.add_argument("--parallel", type=int, default=2, help="runs at a time")
+    run.add_argument("--max-wall", type=float, default=None, help="stop after this many seconds")
+    report = sub.add_parser("report", help="results JSON and learning-curve PNG")
+    report.add_argument("--study", choices=STUDIES, required=True)
+    evaluate = sub.add_parser("evaluate", help="test-set gaps of every run's best.pt")
+    evaluate.add_argument("--study", choices=STUDIES, required=True)
+    evaluate.add_argument("--limit", type=int, default=None, help="first LIMIT test instances")
+    args = parser.parse_args(argv)
+    {"run": cmd_run, "report": cmd_report, "evaluate": cmd_evaluate}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
