@@ -48,8 +48,9 @@ def fixed_instance_set(env: Env) -> Batch:
 
 def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | None]:
     """The fixed validation instances (a file, the fixed training set when
-    `training.fixed_instances` is set, or `val_instances` generated from `val_seed`) and their
-    reference costs where a file or the problem's reference solver provides them."""
+    `training.fixed_instances` is set, or `val_instances` generated from `val_seed` by the env,
+    with `training.val_env` overriding its config) and their reference costs where a file or the
+    problem's reference solver provides them."""
     tcfg = cfg.training
     if tcfg.get("fixed_instances") and not tcfg.get("val_data"):
         return fixed_instance_set(env), None
@@ -57,6 +58,8 @@ def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | Non
         instances, refs = get_method(cfg.problem.loader)(tcfg.val_data)
         return instances, None if refs is None else torch.as_tensor(refs, dtype=torch.float64)
     gen = torch.Generator().manual_seed(int(tcfg.val_seed))
+    if tcfg.get("val_env"):  # e.g. JSSP validation on 20x20 only, CVRP at the standard capacity
+        env = instantiate(OmegaConf.merge(cfg.problem.env, tcfg.val_env))
     instances = env.generate(int(tcfg.val_instances), gen)
     solver_path = cfg.problem.get("reference_solver")
     if not tcfg.get("val_gap") or not solver_path:

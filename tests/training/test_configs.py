@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import CONFIGS, compose_train
 from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from nco.decode import decoder_kwargs
@@ -159,3 +160,26 @@ def test_paper_experiments_compose(tmp_path) -> None:
     assert lehd.model._target_.endswith("LEHDTSPPolicy") and lehd.search.method == "gumbeldore"
     sl = compose_train(["experiment=cvrp100_sl"], tmp_path, tiny=False)
     assert sl.mode == "sl" and sl.training.lr == 1e-4 and sl.problem.name == "cvrp"
+
+
+def test_val_env_overrides_the_generated_validation_set(tmp_path) -> None:
+    """training.val_env changes only the validation generator: JSSP trains on 15 x {10,15,20}
+    and validates on 20 x 20 (paper); CVRP100 SI GD validates at capacity 50, not 40..100."""
+    from nco.train import validation_set
+
+    jssp = compose_train(
+        ["experiment=jssp_gumbeldore", "training.val_instances=3", "training.val_gap=false"],
+        tmp_path,
+        tiny=False,
+    )
+    instances, refs = validation_set(jssp, instantiate(jssp.problem.env))
+    assert tuple(instances.durations.shape) == (3, 20, 20) and refs is None
+    cvrp = compose_train(
+        ["experiment=cvrp100_gumbeldore", "training.val_instances=64", "training.val_gap=false"],
+        tmp_path,
+        tiny=False,
+    )
+    env = instantiate(cvrp.problem.env)
+    val, _ = validation_set(cvrp, env)
+    assert bool((val.capacity == 50).all())
+    assert len(set(env.generate(64).capacity.tolist())) > 1
