@@ -134,10 +134,12 @@ def launch(study: str, method: str, seed: int, upto: int, threads: int) -> subpr
     )
 
 
-def record_chunk(study: str, method: str, seed: int, start: int, end: int, t0: float) -> None:
-    """Append the chunk's code version and epochs to <run>/chunks.jsonl."""
+def record_chunk(
+    study: str, method: str, seed: int, start: int, end: int, t0: float, commit: str
+) -> None:
+    """Append the chunk's code version (at its launch) and epochs to <run>/chunks.jsonl."""
     entry = {
-        "commit": git_commit(),
+        "commit": commit,
         "epochs": [start, end],
         "wall_s": round(time.time() - t0, 1),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -153,14 +155,14 @@ def cmd_run(args: argparse.Namespace) -> None:
     runs = [(m, s) for s in args.seeds for m in args.methods]
     threads = max(1, (os.cpu_count() or 1) // args.parallel)
     deadline = time.monotonic() + args.max_wall if args.max_wall else None
-    active: dict[tuple[str, int], tuple[subprocess.Popen, int, float]] = {}
+    active: dict[tuple[str, int], tuple[subprocess.Popen, int, float, str]] = {}
     try:
         while True:
-            for key, (proc, start, t0) in list(active.items()):
+            for key, (proc, start, t0, commit) in list(active.items()):
                 if proc.poll() is not None:
                     del active[key]
                     end = epochs_done(run_dir(args.study, *key))
-                    record_chunk(args.study, *key, start, end, t0)
+                    record_chunk(args.study, *key, start, end, t0, commit)
                     status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
                     print(f"{key[0]} seed {key[1]}: epochs {start}..{end} ({status})", flush=True)
                     if proc.returncode != 0:
@@ -179,14 +181,16 @@ def cmd_run(args: argparse.Namespace) -> None:
             while waiting and len(active) < args.parallel:
                 done, m, s = waiting.pop(0)
                 upto = min(total, done + args.turn_epochs)
-                active[(m, s)] = (launch(args.study, m, s, upto, threads), done, time.time())
+                proc = launch(args.study, m, s, upto, threads)
+                active[(m, s)] = (proc, done, time.time(), git_commit())
             time.sleep(5)
     finally:
-        for (m, s), (proc, start, t0) in active.items():
+        for (m, s), (proc, start, t0, commit) in active.items():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)  # resumable: the next run continues
                 proc.wait()
-            record_chunk(args.study, m, s, start, epochs_done(run_dir(args.study, m, s)), t0)
+            end = epochs_done(run_dir(args.study, m, s))
+            record_chunk(args.study, m, s, start, end, t0, commit)
 
 
 def read_run(folder: Path) -> dict:
