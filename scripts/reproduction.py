@@ -36,8 +36,8 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -56,8 +56,7 @@ METHODS: dict[str, list[str]] = {
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
 
-@dataclass(frozen=True)
-class Study:
+class Study(NamedTuple):
     """One problem and size: its experiment config, SL expert file and test set."""
 
     experiment: str
@@ -237,7 +236,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.study}.json"
     out.write_text(
-        json.dumps({"study": args.study, **vars(STUDIES[args.study]), "runs": runs}, indent=1)
+        json.dumps({"study": args.study, **STUDIES[args.study]._asdict(), "runs": runs}, indent=1)
     )
     fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for name, r in runs.items():

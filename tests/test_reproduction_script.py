@@ -1,0 +1,109 @@
+"""scripts/reproduction.py and scripts/make_expert_data.py: run arguments, curves, expert files."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from script_loader import load_script
+from training.conftest import compose_train
+
+from problems.cvrp.io import load_cvrp_expert
+from problems.tsp.expert import load_expert
+from problems.tsp.solvers import tour_length
+
+repro = load_script("reproduction")
+expert = load_script("make_expert_data")
+
+
+@pytest.mark.parametrize("method", ["sl", "wr", "wor", "gd"])
+def test_every_method_composes_to_its_trajectory_source(method: str, tmp_path: Path) -> None:
+    """The four arms differ only in where trajectories come from; model and optimizer agree."""
+    args = repro.train_args("tsp20", method, 3, 10)
+    overrides = [a for a in args if not a.startswith(("hydra.", "sl_data="))]
+    cfg = compose_train(overrides, tmp_path, tiny=False)
+    assert cfg.seed == 3 and cfg.trainer.max_epochs == 10
+    assert (cfg.model.dim, cfg.model.layers, cfg.training.batches_per_epoch) == (128, 4, 100)
+    source = {
+        "sl": ("sl", "gumbeldore", "global"),  # the search config is unused in SL
+        "wr": ("si", "sample", None),
+        "wor": ("si", "gumbeldore", "none"),
+        "gd": ("si", "gumbeldore", "global"),
+    }[method]
+    assert (cfg.mode, cfg.search.method, cfg.search.get("update")) == source
+    if method in ("wr", "wor", "gd"):  # the same 64 samples per instance
+        budget = cfg.search.get("num_samples") or cfg.search.beam_width * cfg.search.rounds
+        assert budget == 64
+    assert any(a.startswith("sl_data=") for a in args) == (method == "sl")
+
+
+def write_metrics(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True)
+    keys = sorted({k for r in rows for k in r})
+    with open(path, "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=keys)
+        out.writeheader()
+        out.writerows(rows)
+
+
+def test_read_run_sums_wall_time_and_finds_the_best_epoch(tmp_path: Path) -> None:
+    """Per-epoch gaps, cumulative hours from the three timers, and the best epoch."""
+    write_metrics(
+        tmp_path / "logs" / "metrics.csv",
+        [
+            {"epoch": 0, "time/sampling_s": 1800, "time/training_s": 1800},
+            {"epoch": 0, "val/objective": -4, "val/gap": 5.0, "time/validation_s": 0},
+            {"epoch": 1, "time/sampling_s": 3600, "time/training_s": 0},
+            {"epoch": 1, "val/objective": -3.9, "val/gap": 2.0, "time/validation_s": 3600},
+            {"epoch": 2, "val/objective": -3.95, "val/gap": 3.0},
+        ],
+    )
+    run = repro.read_run(tmp_path)
+    assert run["epochs"] == [0, 1, 2] and run["val_gap"] == [5.0, 2.0, 3.0]
+    assert run["hours"] == pytest.approx([1.0, 3.0, 3.0])
+    assert (run["best_epoch"], run["best_val_gap"]) == (1, 2.0)
+    assert repro.epochs_done(tmp_path) == 3
+
+
+def test_expert_data_is_optimal_and_resumes(tmp_path: Path, capsys) -> None:
+    """TSP8 expert tours are the exact solver's (cost = tour length), load as SL data, and a
+    rerun reuses the saved parts; other settings in the same place are refused."""
+    out = tmp_path / "t.npz"
+    argv = ["--problem", "tsp", "--size", "8", "--num", "6", "--solver", "exact", "--chunk", "4"]
+    expert.main([*argv, "--out", str(out)])
+    with np.load(out) as data:
+        coords, tours, costs = data["coords"], data["tours"], data["reference_costs"]
+    lengths = [tour_length(c, t) for c, t in zip(coords, tours, strict=True)]
+    assert np.allclose(lengths, costs)
+    instances, actions = load_expert(out)
+    assert tuple(actions.shape) == (6, 7)
+    capsys.readouterr()
+    expert.main([*argv, "--out", str(out)])
+    assert "solved" not in capsys.readouterr().out  # both parts reused
+    with pytest.raises(SystemExit, match="other settings"):
+        expert.main([*argv[:-2], "--chunk", "4", "--seed", "5", "--out", str(out)])
+
+
+def test_cvrp_expert_data_loads_as_sl_data(tmp_path: Path) -> None:
+    """CVRP expert solutions round-trip into env actions of the right shape."""
+    out = tmp_path / "c.npz"
+    expert.main(
+        [
+            "--problem",
+            "cvrp",
+            "--size",
+            "6",
+            "--num",
+            "2",
+            "--solver",
+            "hgs",
+            "--time-limit",
+            "0.1",
+            "--out",
+            str(out),
+        ]
+    )
+    instances, actions = load_cvrp_expert(out)
+    assert tuple(actions.shape) == (2, 10) and tuple(instances.locs.shape) == (2, 10, 2)
