@@ -94,7 +94,7 @@ def test_cvrp_expert_data_loads_as_sl_data(tmp_path: Path) -> None:
             "--problem",
             "cvrp",
             "--size",
-            "6",
+            "10",
             "--num",
             "2",
             "--solver",
