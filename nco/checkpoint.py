@@ -1,7 +1,8 @@
 """Inference checkpoints: one file with weights, the model and problem configs, and metadata.
 
 The file holds only tensors, strings, numbers, lists and dicts, so `load` can use
-`torch.load(weights_only=True)`; the Hydra `_target_` configs rebuild policy and env.
+`torch.load(weights_only=True)`; its `_target_` configs rebuild policy and env through
+`nco.registry`, which builds only nco's registered classes (never `hydra.utils.instantiate`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
-from hydra.utils import instantiate
 from torch import nn
 
+from nco import registry
 from nco.env import Env
 
 FORMAT = "nco-checkpoint-1"
@@ -87,13 +88,13 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
         raise ValueError(f"{path}: checkpoint field 'model._target_' is missing.")
     if "env" not in payload["problem"]:
         raise ValueError(f"{path}: checkpoint field 'problem.env' is missing.")
-    policy = instantiate(payload["model"])
+    policy = registry.build("policy", payload["model"], f"{path}: field 'model'")
     try:
         policy.load_state_dict(payload["weights"])
     except RuntimeError as err:
         raise ValueError(f"{path}: field 'weights' does not fit field 'model': {err}") from err
     policy = policy.to(device).eval()
-    env = instantiate(payload["problem"]["env"])
+    env = registry.build("env", payload["problem"]["env"], f"{path}: field 'problem.env'")
     return Loaded(policy, env, payload["model"], payload["problem"], payload["meta"])
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import ray
 import torch
-from hydra.utils import instantiate
 from ray.exceptions import RayActorError, RayTaskError
 from torch import nn
 from tqdm.auto import tqdm
 
+from nco import registry
 from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, sample_chunk
 from nco.env import Batch
 from nco.search.solutions import Best
@@ -37,8 +37,8 @@ class SamplingWorker:
     def __init__(self, env_cfg: dict[str, Any], model_cfg: dict[str, Any], threads: int) -> None:
         torch.set_num_threads(max(1, threads))
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.env = instantiate(env_cfg)
-        self.policy = instantiate(model_cfg).to(self.device)
+        self.env = registry.build("env", env_cfg, "problem.env")
+        self.policy = registry.build("policy", model_cfg, "model").to(self.device)
         self.version = -1
 
     def sample(

@@ -6,12 +6,12 @@ drawn per epoch), since instances of different sizes cannot share one batch tens
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import torch
 from torch import nn
 
+from nco import registry
 from nco.env import Batch, cat
 
 
@@ -125,10 +125,7 @@ class TrajectoryBuffer:
         if not state["instance_type"]:
             self.clear()
             return
-        module, _, qualname = state["instance_type"].partition(":")
-        cls = importlib.import_module(module)
-        for part in qualname.split("."):
-            cls = getattr(cls, part)
+        cls = registry.resolve("instances", state["instance_type"], "buffer.instance_type")
         self._groups = [(cls(**g["fields"]), g["actions"], g["age"]) for g in state["groups"]]
 
 

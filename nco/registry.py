@@ -1,0 +1,111 @@
+"""The allowlist of classes that a file's config may name: policies, envs and instance batches.
+
+Checkpoints, Lightning checkpoints and other files carry Hydra-style configs (`_target_` plus
+keyword arguments). nco never hands those to `hydra.utils.instantiate`: `build` accepts only a
+class registered here, imports nothing outside the plugin packages to find it, and calls it
+with plain keyword arguments (no nested `_target_`, no `_partial_`, `_args_` or other Hydra
+keys), so a crafted file cannot make nco call `builtins.open`, `os.system` or anything else.
+
+Problems and models register their own classes (`problems/<p>/__init__.py`,
+`models/__init__.py`), so adding one needs no edit here; a package outside this tree calls
+`add_plugin_package` once and registers its classes the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+KINDS = ("policy", "env", "instances")
+_CLASSES: dict[str, set[type]] = {kind: set() for kind in KINDS}
+_PACKAGES = {"models", "problems"}
+
+
+def register(kind: str, *classes: type) -> None:
+    """Allow `classes` to be built from files as `kind` ("policy", "env" or "instances")."""
+    if kind not in KINDS:
+        raise ValueError(f"registry: unknown kind {kind!r}; expected one of {KINDS}.")
+    for cls in classes:
+        if not isinstance(cls, type):
+            raise ValueError(f"registry: expected a class, got {cls!r}.")
+        _CLASSES[kind].add(cls)
+
+
+def add_plugin_package(name: str) -> None:
+    """Let targets under the top-level package `name` be looked up (its modules register)."""
+    if not name.isidentifier():
+        raise ValueError(f"registry: expected a package name, got {name!r}.")
+    _PACKAGES.add(name)
+
+
+def registered(kind: str) -> list[str]:
+    """Dotted names of the classes registered as `kind`, sorted."""
+    return sorted(f"{c.__module__}.{c.__qualname__}" for c in _CLASSES[kind])
+
+
+def resolve(kind: str, target: Any, field: str) -> type:
+    """The registered class named `target`; ValueError naming `field` and the target otherwise.
+
+    Only modules of the plugin packages are imported (they are nco's own code, and importing
+    one runs its registrations); any other name is refused before anything is imported.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"registry: unknown kind {kind!r}; expected one of {KINDS}.")
+    if not isinstance(target, str) or "." not in target:
+        raise ValueError(f"{field}: expected a dotted class name, got {target!r}.")
+    module_name, _, attr = target.replace(":", ".").rpartition(".")
+    refused = ValueError(
+        f"{field}: {target!r} is not a registered nco {kind} class; "
+        f"expected one of {registered(kind) or '(none registered)'}."
+    )
+    if module_name.split(".")[0] not in _PACKAGES:
+        raise refused
+    try:
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+    except ImportError as err:
+        raise refused from err
+    cls = getattr(module, attr, None)
+    if cls not in _CLASSES[kind]:
+        raise ValueError(
+            f"{field}: {target!r} is not a registered nco {kind} class; "
+            f"expected one of {registered(kind)}."
+        )
+    return cls
+
+
+def build(kind: str, cfg: Any, field: str, **extra: Any) -> Any:
+    """Instantiate `cfg` = {"_target_": registered class, plain keyword arguments}.
+
+    `extra` keyword arguments come from nco itself, not from the file.
+    """
+    if not isinstance(cfg, Mapping):
+        raise ValueError(f"{field}: expected a mapping with '_target_', got {type(cfg).__name__}.")
+    cls = resolve(kind, cfg.get("_target_"), f"{field}._target_")
+    kwargs = {k: v for k, v in cfg.items() if k != "_target_"}
+    for key, value in kwargs.items():
+        if not isinstance(key, str) or key.startswith("_"):
+            raise ValueError(f"{field}.{key}: only plain keyword arguments are allowed.")
+        _check_plain(value, f"{field}.{key}")
+    try:
+        return cls(**kwargs, **extra)
+    except TypeError as err:
+        raise ValueError(f"{field}: arguments do not fit {cls.__qualname__}: {err}") from err
+
+
+def _check_plain(value: Any, field: str) -> None:
+    """Numbers, strings, booleans, None, and lists / dicts of them, without `_target_`."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_plain(item, f"{field}[{i}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str) or key.startswith("_"):
+                raise ValueError(f"{field}.{key}: nested '_' keys (e.g. _target_) are refused.")
+            _check_plain(item, f"{field}.{key}")
+        return
+    raise ValueError(f"{field}: expected plain data, got {type(value).__name__}.")

@@ -1,0 +1,95 @@
+"""No code from files: checkpoints and buffers build only nco's registered classes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.bq import BQPolicy
+from nco import checkpoint, registry
+from nco.training.buffer import TrajectoryBuffer
+from problems.tsp import TSPEnv, TSPInstances
+
+MODEL = {"_target_": "models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
+ENV = {"_target_": "problems.tsp.TSPEnv", "num_nodes": 7}
+
+
+def crafted(tmp_path: Path, model: dict, env: dict) -> Path:
+    """A checkpoint file whose configs name whatever the attacker likes."""
+    policy = BQPolicy(dim=16, layers=1, heads=2, ff_dim=32)
+    path = tmp_path / "best.pt"
+    checkpoint.save(path, policy, MODEL, {"name": "tsp", "env": ENV})
+    payload = torch.load(path, weights_only=True)
+    payload["model"], payload["problem"]["env"] = model, env
+    torch.save(payload, path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("model", "env", "match"),
+    [
+        ({"_target_": "pathlib.Path.touch", "self": "VICTIM"}, ENV, "field 'model'._target_"),
+        ({"_target_": "builtins.open", "file": "VICTIM", "mode": "w"}, ENV, "not a registered"),
+        (MODEL, {"_target_": "pathlib.Path.touch", "self": "VICTIM"}, "field 'problem.env'"),
+        (MODEL, {"_target_": "models.bq.BQPolicy", "dim": 8}, "not a registered nco env"),
+        ({**MODEL, "knn": {"_target_": "pathlib.Path.touch", "self": "VICTIM"}}, ENV, "_target_"),
+        ({**MODEL, "_partial_": True}, ENV, "only plain keyword arguments"),
+        ({**MODEL, "_args_": ["VICTIM"]}, ENV, "only plain keyword arguments"),
+        (
+            {"_target_": "problems.tsp.solvers.os.system", "command": "touch VICTIM"},
+            ENV,
+            "not a registered",
+        ),
+    ],
+)
+def test_crafted_checkpoint_is_refused_before_any_side_effect(
+    tmp_path: Path, monkeypatch, model: dict, env: dict, match: str
+) -> None:
+    """Targets outside the allowlist, nested targets and Hydra keys are refused with one line
+    naming the field; the file the payload aims at is never created."""
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "VICTIM"
+    model = {k: (str(victim) if v == "VICTIM" else v) for k, v in model.items()}
+    env = {k: (str(victim) if v == "VICTIM" else v) for k, v in env.items()}
+    path = crafted(tmp_path, model, env)
+    with pytest.raises(ValueError, match=match) as info:
+        checkpoint.load(path)
+    assert "\n" not in str(info.value)
+    assert not victim.exists()
+
+
+def test_registered_classes_and_aliases_resolve() -> None:
+    """Re-exported names and defining-module names both resolve to the registered class."""
+    assert registry.resolve("env", "problems.tsp.TSPEnv", "f") is TSPEnv
+    assert registry.resolve("env", "problems.tsp.env.TSPEnv", "f") is TSPEnv
+    assert registry.resolve("policy", "models.bq.BQPolicy", "f") is BQPolicy
+    assert "problems.tsp.env.TSPEnv" in registry.registered("env")
+    with pytest.raises(ValueError, match="expected a dotted class name"):
+        registry.resolve("env", 3, "f")
+    with pytest.raises(ValueError, match="unknown kind"):
+        registry.register("optimizer", TSPEnv)
+
+
+def test_every_shipped_model_config_is_registered() -> None:
+    """Every configs/model option and every problem env names a registered class."""
+    from omegaconf import OmegaConf
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    for path in sorted((configs / "model").glob("*.yaml")):
+        registry.resolve("policy", OmegaConf.load(path)._target_, str(path))
+    for path in sorted((configs / "problem").glob("*.yaml")):
+        registry.resolve("env", OmegaConf.load(path).env._target_, str(path))
+
+
+def test_buffer_state_names_only_registered_instance_types() -> None:
+    """A Lightning checkpoint's buffer cannot name a callable: `os:system` is refused."""
+    buffer = TrajectoryBuffer(None)
+    buffer.add(TSPInstances(coords=torch.rand(2, 5, 2)), torch.zeros(2, 4, dtype=torch.long))
+    state = buffer.state_dict()
+    restored = TrajectoryBuffer(None)
+    restored.load_state_dict(state)
+    assert len(restored) == 2
+    with pytest.raises(ValueError, match="buffer.instance_type"):
+        restored.load_state_dict({**state, "instance_type": "os:system"})
