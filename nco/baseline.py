@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from nco.datasets import PROBLEMS, Dataset, load_dataset
+from nco.paths import CONFIG_DIR
 from nco.results import Results, format_table, write_results
 from nco.solver import Solver, SolverResult
 
@@ -181,7 +182,7 @@ def run(cfg: DictConfig) -> Results:
     return results
 
 
-@hydra.main(version_base="1.3", config_path="../configs", config_name="baseline")
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="baseline")
 def main(cfg: DictConfig) -> None:
     """Console entry point `nco-baseline` (Hydra key=value overrides)."""
     run(cfg)

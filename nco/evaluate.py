@@ -32,9 +32,9 @@ from nco.baseline import problem_name
 from nco.datasets import Dataset, load_dataset
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
+from nco.paths import CONFIG_DIR
 from nco.results import Results, format_table, write_results
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"  # absolute: console scripts work too
 PRECISIONS = ("fp32", "bf16")
 ROUTING = ("tsp", "cvrp")
 AUTO_KNN = 250  # routing policies attend to the 250 nearest nodes on larger instances (BQ, D.3.3)

@@ -32,7 +32,6 @@ from nco.baseline import get_solver, problem_name
 from nco.datasets import PROBLEMS, Dataset, load_dataset
 from nco.decode import decode
 from nco.evaluate import (
-    CONFIG_DIR,
     check_checkpoint,
     check_device,
     configure_policy,
@@ -41,6 +40,7 @@ from nco.evaluate import (
     search_config,
     to_instances,
 )
+from nco.paths import CONFIG_DIR
 
 SOLUTION_FIELDS = {"tsp": "tour", "cvrp": "routes", "jssp": "start_times"}
 COORD_FIELDS = {"tsp": ("coords",), "cvrp": ("depot", "locs")}

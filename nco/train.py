@@ -25,13 +25,12 @@ from omegaconf import DictConfig, OmegaConf
 from nco import checkpoint
 from nco.distributed import Sampler, make_sampler
 from nco.env import Batch, Env
+from nco.paths import CONFIG_DIR
 from nco.training import ExportBest, SelfImprovementModule, TrajectoryDataModule
 from nco.training.callbacks import KeepLogs
 from nco.training.checkpoint_io import AtomicCheckpointIO
 from nco.training.progress import LineProgress
 from nco.training.references import reference_costs
-
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"  # absolute: console scripts work
 
 
 def fixed_instance_set(env: Env) -> Batch:
