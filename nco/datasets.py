@@ -42,6 +42,7 @@ FIELDS = {
     "cvrp": ("depot", "locs", "demands", "capacity"),
     "jssp": ("durations", "machines"),
 }
+COORD_FIELDS = {"tsp": ("coords",), "cvrp": ("depot", "locs")}  # routing coordinates
 KOOL_SIZES = (20, 50, 100)
 KOOL_SPLIT_SEEDS = {"test": 1234, "val": 4321}
 KOOL_NUM = 10_000
@@ -88,6 +89,33 @@ class Dataset:
 
     def __len__(self) -> int:
         return len(next(iter(self.arrays.values())))
+
+    def unit_square(self) -> tuple[Dataset, np.ndarray]:
+        """The dataset with every routing instance that has a coordinate outside [0, 1]^2 mapped
+        into it by (x - min) / scale, one scale for both axes (policies are trained on the unit
+        square); other instances and problems are unchanged. Returns it and the per-instance
+        scale (1 where unchanged), by which lengths computed on it convert back to file units.
+        """
+        fields = COORD_FIELDS.get(self.problem, ())
+        scales = np.ones(len(self))
+        if not fields:
+            return self, scales
+        pts = np.concatenate(
+            [np.asarray(self.arrays[f], np.float64).reshape(len(self), -1, 2) for f in fields], 1
+        )
+        lo, hi = pts.min(axis=1), pts.max(axis=1)  # (N, 2)
+        outside = (lo < 0).any(axis=1) | (hi > 1).any(axis=1)
+        if not outside.any():
+            return self, scales
+        offsets = np.where(outside[:, None], lo, 0.0)
+        scales = np.where(outside, (hi - lo).max(axis=1), 1.0)
+        scales[scales <= 0] = 1.0
+        arrays = dict(self.arrays)
+        for f in fields:
+            lead = (1,) * (arrays[f].ndim - 2)
+            shifted = np.asarray(arrays[f], np.float64) - offsets.reshape(-1, *lead, 2)
+            arrays[f] = shifted / scales.reshape(-1, *lead, 1)
+        return dataclasses.replace(self, arrays=arrays), scales
 
     def instance(self, i: int) -> dict[str, np.ndarray]:
         """Instance `i` as the dict of arrays a `nco.solver.Solver` takes."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import time
 import warnings
 from collections.abc import Mapping
@@ -199,7 +200,15 @@ def run(cfg: DictConfig) -> Results:
     loaded = checkpoint.load(path, device)
     problem = problem_name(OmegaConf.create(loaded.problem))
     dataset = resolve_dataset(cfg.get("data"), problem).head(cfg.get("limit"))
-    instances = to_instances(loaded.env, dataset.arrays, dataset.name)
+    scaled, scales = dataset.unit_square()
+    if (scales != 1).any():
+        print(
+            f"nco-eval: {int((scales != 1).sum())} of {len(dataset)} instances have coordinates "
+            "outside the unit square; each was scaled into it (x - min) / scale for the policy, "
+            "and costs are reported in the file's units.",
+            file=sys.stderr,
+        )
+    instances = to_instances(loaded.env, scaled.arrays, dataset.name)
     settings = configure_policy(
         loaded.policy,
         problem,
@@ -221,7 +230,7 @@ def run(cfg: DictConfig) -> Results:
         bool(cfg.get("progress", True)),
     )
     wall = time.perf_counter() - start
-    costs = loaded.env.cost(objective).tolist()
+    costs = (loaded.env.cost(objective).numpy() * scales).tolist()
     if not all(math.isfinite(c) for c in costs):
         raise RuntimeError(f"nco-eval: {search['method']} left instances without a solution.")
     rate = len(dataset) / max(wall, 1e-9)

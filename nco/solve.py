@@ -5,7 +5,8 @@
     nco-solve instance=ta01.txt solver=cpsat time_limit=60 out=ta01.json
     python -m nco.solve instance=my.txt problem=jssp checkpoint=jssp.pt
 
-Routing coordinates are scaled into the unit square (one offset and one scale for both axes)
+Routing instances with a coordinate outside the unit square are scaled into it (one offset, one
+scale for both axes; `Dataset.unit_square`, the same mapping nco-eval applies)
 before any policy or solver sees them, since policies are trained there and the solvers' integer
 scaling assumes it; costs are recomputed from the original coordinates. The solution JSON holds
 the problem, instance name, method, cost and the tour / routes / start times; the plot (tour,
@@ -29,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint
 from nco.baseline import get_solver, problem_name
-from nco.datasets import PROBLEMS, Dataset, load_dataset
+from nco.datasets import COORD_FIELDS, PROBLEMS, Dataset, load_dataset
 from nco.decode import decode
 from nco.evaluate import (
     check_checkpoint,
@@ -43,7 +44,6 @@ from nco.evaluate import (
 from nco.paths import CONFIG_DIR
 
 SOLUTION_FIELDS = {"tsp": "tour", "cvrp": "routes", "jssp": "start_times"}
-COORD_FIELDS = {"tsp": ("coords",), "cvrp": ("depot", "locs")}
 SUFFIX_PROBLEMS = {".tsp": "tsp", ".vrp": "cvrp"}
 EDGE_WEIGHT_TYPES = ("EUC_2D", "CEIL_2D", "ATT", "GEO")
 
@@ -88,23 +88,16 @@ def load_instance_file(
     return dataset, dataset.problem
 
 
-def normalize(
-    problem: str, instance: dict[str, np.ndarray]
-) -> tuple[dict[str, np.ndarray], list[float], float]:
-    """Routing coordinates mapped into the unit square: (x - offset) / scale, one scale for x, y.
-
-    Returns the scaled instance, the offset and the scale (other problems: unchanged, 0, 1).
-    """
-    fields = COORD_FIELDS.get(problem, ())
-    if not fields:
-        return dict(instance), [0.0, 0.0], 1.0
-    pts = np.concatenate([np.asarray(instance[f], np.float64).reshape(-1, 2) for f in fields])
-    offset = pts.min(axis=0)
-    scale = float((pts.max(axis=0) - offset).max()) or 1.0
-    scaled = dict(instance)
-    for f in fields:
-        scaled[f] = (np.asarray(instance[f], np.float64) - offset) / scale
-    return scaled, offset.tolist(), scale
+def normalize(dataset: Dataset, index: int) -> tuple[dict[str, np.ndarray], list[float], float]:
+    """Instance `index` as the policy and solvers see it (`Dataset.unit_square`, the same
+    mapping nco-eval applies), with the offset and scale back to the file's coordinates."""
+    scaled, scales = dataset.unit_square()
+    fields = COORD_FIELDS.get(dataset.problem, ())
+    original = dataset.instance(index)
+    if not fields or scales[index] == 1:
+        return scaled.instance(index), [0.0, 0.0], 1.0
+    pts = np.concatenate([np.asarray(original[f], np.float64).reshape(-1, 2) for f in fields])
+    return scaled.instance(index), pts.min(axis=0).tolist(), float(scales[index])
 
 
 def actions_to_solution(problem: str, env: Any, instances: Any, actions: list[int]) -> list:
@@ -249,7 +242,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     if not 0 <= index < len(dataset):
         raise ValueError(f"nco-solve: index={index} but {file} holds {len(dataset)} instances.")
     original = dataset.instance(index)
-    scaled, offset, scale = normalize(problem, original)
+    scaled, offset, scale = normalize(dataset, index)
     extra: dict[str, Any]
     start = time.perf_counter()
     if loaded is not None:

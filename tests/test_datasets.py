@@ -207,3 +207,21 @@ def test_dataset_rejects_inconsistent_fields() -> None:
         Dataset("cvrp", "x", {**kool_cvrp(2, 5, 0, capacity=10), "capacity": np.array([50])})
     with pytest.raises(ValueError, match="missing fields"):
         Dataset("tsp", "x", {"locs": np.zeros((1, 3, 2))})
+
+
+def test_unit_square_scales_only_instances_outside_it() -> None:
+    """CVRP depot and customers share one offset and one scale per instance; an instance
+    already inside [0, 1]^2 and non-routing problems are left as they are."""
+    from nco.datasets import Dataset
+
+    depot = np.array([[10.0, 20.0], [0.5, 0.5]])
+    locs = np.array([[[30.0, 20.0], [10.0, 60.0]], [[0.1, 0.2], [0.9, 0.3]]])
+    arrays = {"depot": depot, "locs": locs, "demands": np.ones((2, 2), np.int64),
+              "capacity": np.array([5, 5])}  # fmt: skip
+    scaled, scales = Dataset("cvrp", "t", arrays).unit_square()
+    assert scales.tolist() == [40.0, 1.0]
+    assert scaled.arrays["depot"][0].tolist() == [0.0, 0.0]
+    assert scaled.arrays["locs"][0].tolist() == [[0.5, 0.0], [0.0, 1.0]]
+    assert np.array_equal(scaled.arrays["locs"][1], locs[1])
+    jssp = Dataset("jssp", "j", {"durations": np.ones((1, 2, 2)), "machines": np.zeros((1, 2, 2))})
+    assert jssp.unit_square()[0] is jssp

@@ -213,3 +213,35 @@ def test_console_entry_point(files, monkeypatch) -> None:
     solve.main()
     assert json.loads((files["root"] / "tiny3x3.solution.json").read_text())["cost"] == 11
     check_png(files["root"] / "tiny3x3.solution.png")
+
+
+def test_nco_eval_on_library_files_matches_nco_solve(files) -> None:
+    """The same TSPLIB / CVRPLIB file and checkpoint give one cost with both commands: nco-eval
+    scales into the unit square like nco-solve and reports file units (it used raw coordinates,
+    3952.9 vs 9432.8 in the issue); unit-square files are left untouched by both."""
+    from nco import evaluate
+
+    solved, _ = run_solve(
+        files, "same", f"instance={files['tsp']}", f"checkpoint={files['checkpoint']}"
+    )
+    out = files["root"] / "eval.json"
+    evaluate.run(
+        compose_eval([f"checkpoint={files['checkpoint']}", f"data={files['tsp']}", f"out={out}"])
+    )
+    assert json.loads(out.read_text())["objectives"][0] == pytest.approx(solved["cost"], 1e-9)
+
+    unit = TSP_COORDS / 1000.0  # inside [0, 1]^2: nobody rescales it
+    np.savez(files["root"] / "unit.npz", coords=unit[None])
+    solved, _ = run_solve(
+        files, "unit", f"instance={files['root'] / 'unit.npz'}", f"checkpoint={files['checkpoint']}"
+    )
+    assert "coordinate_transform" not in solved or solved["coordinate_transform"]["scale"] == 1.0
+    loaded = checkpoint.load(files["checkpoint"])
+    direct = greedy(loaded.policy, loaded.env, TSPInstances(torch.from_numpy(unit)[None]))
+    assert solved["tour"] == [0, *direct.best().actions[0].tolist()]
+
+
+def compose_eval(overrides: list[str]) -> DictConfig:
+    """The evaluate config composed like the command line would."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        return compose(config_name="evaluate", overrides=["progress=false", *overrides])
