@@ -63,8 +63,9 @@ def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | Non
     solver_path = cfg.problem.get("reference_solver")
     if not tcfg.get("val_gap") or not solver_path:
         return instances, None
-    solver = get_method(solver_path)
-    return instances, reference_costs(solver, instances, float(cfg.problem.reference_time_limit))
+    return instances, reference_costs(
+        str(solver_path), instances, float(cfg.problem.reference_time_limit)
+    )
 
 
 def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, TrajectoryDataModule]:
