@@ -7,9 +7,10 @@ from models.jssp_transformer import JSSPTransformer
 from models.lehd import LEHDCVRPPolicy, LEHDTSPPolicy
 from nco.registry import register
 
-register(
-    "policy", BQPolicy, BQCVRPPolicy, GomokuNet, JSSPTransformer, LEHDCVRPPolicy, LEHDTSPPolicy
-)
+register("policy", BQPolicy, LEHDTSPPolicy, reads=("tsp",))
+register("policy", BQCVRPPolicy, LEHDCVRPPolicy, reads=("cvrp",))
+register("policy", JSSPTransformer, reads=("jssp",))
+register("policy", GomokuNet, reads=("gomoku",))
 
 __all__ = [
     "BQCVRPPolicy",

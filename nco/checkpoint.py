@@ -88,6 +88,7 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
         raise ValueError(f"{path}: checkpoint field 'model._target_' is missing.")
     if "env" not in payload["problem"]:
         raise ValueError(f"{path}: checkpoint field 'problem.env' is missing.")
+    registry.check_pair(payload["model"], payload["problem"]["env"], str(path))
     policy = registry.build("policy", payload["model"], f"{path}: field 'model'")
     try:
         policy.load_state_dict(payload["weights"])

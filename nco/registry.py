@@ -21,16 +21,37 @@ from typing import Any
 KINDS = ("policy", "env", "instances")
 _CLASSES: dict[str, set[type]] = {kind: set() for kind in KINDS}
 _PACKAGES = {"models", "problems"}
+_READS: dict[type, frozenset[str]] = {}  # policy class -> the env names whose states it reads
 
 
-def register(kind: str, *classes: type) -> None:
-    """Allow `classes` to be built from files as `kind` ("policy", "env" or "instances")."""
+def register(kind: str, *classes: type, reads: tuple[str, ...] = ()) -> None:
+    """Allow `classes` to be built from files as `kind` ("policy", "env" or "instances").
+
+    For policies, `reads` names the problems (env `name`s) whose states they can read, so a
+    mismatched model and problem are refused before any work (`check_pair`).
+    """
     if kind not in KINDS:
         raise ValueError(f"registry: unknown kind {kind!r}; expected one of {KINDS}.")
+    if reads and kind != "policy":
+        raise ValueError("registry: only policies take `reads`.")
     for cls in classes:
         if not isinstance(cls, type):
             raise ValueError(f"registry: expected a class, got {cls!r}.")
         _CLASSES[kind].add(cls)
+        if reads:
+            _READS[cls] = frozenset(reads)
+
+
+def check_pair(model: Mapping[str, Any], env: Mapping[str, Any], where: str) -> None:
+    """Refuse a model config whose policy cannot read the states of the env config's problem."""
+    policy = resolve("policy", model.get("_target_"), f"{where}: field 'model'._target_")
+    env_cls = resolve("env", env.get("_target_"), f"{where}: field 'problem.env'._target_")
+    problems, name = _READS.get(policy), getattr(env_cls, "name", None)
+    if problems and name not in problems:
+        raise ValueError(
+            f"{where}: model {policy.__qualname__} reads {'/'.join(sorted(problems))} states, "
+            f"not {name}; pick a {name} model (e.g. model=default_{name})."
+        )
 
 
 def add_plugin_package(name: str) -> None:

@@ -22,7 +22,7 @@ import torch
 from hydra.utils import get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from nco import checkpoint
+from nco import checkpoint, registry
 from nco.distributed import Sampler, make_sampler
 from nco.env import Batch, Env
 from nco.paths import CONFIG_DIR
@@ -75,6 +75,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
     tcfg = cfg.training
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     problem_cfg = OmegaConf.to_container(cfg.problem, resolve=True)
+    registry.check_pair(model_cfg, problem_cfg["env"], "train config")
     search_cfg = OmegaConf.to_container(cfg.search, resolve=True)
     env = instantiate(cfg.problem.env)
     policy = instantiate(cfg.model)

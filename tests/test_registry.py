@@ -78,6 +78,8 @@ def test_every_shipped_model_config_is_registered() -> None:
 
     configs = Path(__file__).resolve().parents[1] / "configs"
     for path in sorted((configs / "model").glob("*.yaml")):
+        if path.stem.startswith("default_"):  # aliases: a defaults list naming another option
+            continue
         registry.resolve("policy", OmegaConf.load(path)._target_, str(path))
     for path in sorted((configs / "problem").glob("*.yaml")):
         registry.resolve("env", OmegaConf.load(path).env._target_, str(path))
@@ -93,3 +95,21 @@ def test_buffer_state_names_only_registered_instance_types() -> None:
     assert len(restored) == 2
     with pytest.raises(ValueError, match="buffer.instance_type"):
         restored.load_state_dict({**state, "instance_type": "os:system"})
+
+
+def test_mismatched_model_and_problem_are_refused_before_any_work(tmp_path: Path) -> None:
+    """`nco-train problem=cvrp` now takes the CVRP model; naming a TSP model for CVRP fails in
+    one line at once (it used to fail after 1000 validation references), and a checkpoint whose
+    model cannot read its env is refused too."""
+    from training.conftest import compose_train
+
+    from nco.train import build
+
+    cfg = compose_train(["problem=cvrp", "problem.num_customers=10"], tmp_path, tiny=False)
+    assert cfg.model._target_ == "models.bq_cvrp.BQCVRPPolicy"
+    bad = compose_train(["problem=cvrp", "model=bq_tsp_tiny"], tmp_path, tiny=False)
+    with pytest.raises(ValueError, match="reads tsp states, not cvrp"):
+        build(bad)
+    path = crafted(tmp_path, MODEL, {"_target_": "problems.cvrp.CVRPEnv", "num_customers": 10})
+    with pytest.raises(ValueError, match="model=default_cvrp"):
+        checkpoint.load(path)
