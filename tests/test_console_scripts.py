@@ -74,3 +74,14 @@ def test_nco_demo(tmp_path: Path) -> None:
                cwd=tmp_path)  # fmt: skip
     assert "greedy" in proc.stdout and "LKH-3 (reference)" in proc.stdout
     assert (tmp_path / "demo" / "demo_results.json").is_file()
+
+
+def test_ray_is_imported_only_for_ray_sampling() -> None:
+    """In-process training and the other commands never import Ray (a heavy, optional start)."""
+    code = (
+        "import sys, nco.train, nco.evaluate, nco.solve, nco.baseline, nco.demo\n"
+        "assert 'ray' not in sys.modules, 'ray imported'\n"
+        "from nco.distributed import RaySampler\n"
+        "assert 'ray' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=ENV, timeout=120)

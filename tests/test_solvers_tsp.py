@@ -133,3 +133,14 @@ def test_exact_proves_tsp200_optima() -> None:
         res = solve_exact({"coords": data["coords"][i]}, 600.0, 1234)
         assert res.optimal, res.status
         assert res.cost == pytest.approx(data["tour_lengths"][i], abs=1e-6)
+
+
+def test_lkh_without_elkai_names_the_extra(monkeypatch) -> None:
+    """elkai is optional (non-commercial licence): without it LKH says how to get it."""
+    import sys
+
+    from problems.tsp.solvers import solve_lkh
+
+    monkeypatch.setitem(sys.modules, "elkai", None)
+    with pytest.raises(ImportError, match=r"pip install 'nco\[lkh\]'"):
+        solve_lkh({"coords": np.random.default_rng(0).uniform(size=(5, 2))}, 1.0, 0)

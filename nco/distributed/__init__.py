@@ -1,4 +1,8 @@
-"""Sampling trajectories for self-improvement: in-process or on Ray actors (configs/distributed)."""
+"""Sampling trajectories for self-improvement: in-process or on Ray actors (configs/distributed).
+
+Ray is imported only when Ray sampling is asked for (`workers > 0` or `RaySampler` itself), so
+in-process training and every other command start without it.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,19 @@ from typing import Any, Protocol
 from torch import nn
 
 from nco.distributed.local import InProcessSampler
-from nco.distributed.ray_pool import RaySampler
 from nco.env import Batch, Env
 from nco.search.solutions import Best
 
 __all__ = ["InProcessSampler", "RaySampler", "Sampler", "make_sampler"]
+
+
+def __getattr__(name: str) -> Any:
+    """`nco.distributed.RaySampler`, imported (with Ray) on first use."""
+    if name == "RaySampler":
+        from nco.distributed.ray_pool import RaySampler
+
+        return RaySampler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Sampler(Protocol):
@@ -43,6 +55,8 @@ def make_sampler(
         raise ValueError(f"distributed config: expected workers >= 0, got {workers}.")
     if workers == 0:
         return InProcessSampler(env, chunk_size=chunk_size, progress=progress)
+    from nco.distributed.ray_pool import RaySampler
+
     return RaySampler(
         env_cfg,
         model_cfg,

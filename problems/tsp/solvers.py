@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from elkai import _elkai
 from ortools.constraint_solver import pywrapcp, routing_enums_pb2
 from ortools.linear_solver import pywraplp
 from scipy.sparse import coo_matrix
@@ -70,6 +69,14 @@ def _lkh_tour(coords: np.ndarray, seed: int, runs: int, time_limit: float | None
     Calls `elkai._elkai.solve_problem` directly: it is what `elkai.Coordinates2D.solve_tsp`
     calls, but takes the full parameter text, so SEED and TIME_LIMIT can be set.
     """
+    try:
+        from elkai import _elkai  # optional: LKH-3's licence is non-commercial
+    except ImportError as err:
+        raise ImportError(
+            "LKH-3 needs the optional package elkai (non-commercial licence): "
+            "pip install 'nco[lkh]'; or use solver=exact / solver=ortools "
+            "(training: problem.reference_solver=problems.tsp.solvers.solve_exact)."
+        ) from err
     scaled = np.rint(coords * LKH_SCALE).astype(np.int64)
     lines = [f"{k + 1} {x} {y}" for k, (x, y) in enumerate(scaled.tolist())]
     problem = (
