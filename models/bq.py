@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.layers import ReZeroEncoder
+from models.layers import ReZeroEncoder, check_layer_options
 from problems.tsp.types import TSPState
 
 PRECISIONS = ("fp32", "bf16")
@@ -28,6 +28,9 @@ class BQPolicy(nn.Module):
     knn
         If set, only the `knn` remaining nodes nearest to the origin become tokens when more
         than `knn` remain; the others get -inf. Keeps large instances within memory.
+    activation, rezero
+        The layers' form (`models.layers.ReZeroLayer`): the paper's "gelu" / "shared" by
+        default, "relu" / "separate" for checkpoints before format 2.
     """
 
     def __init__(
@@ -38,8 +41,11 @@ class BQPolicy(nn.Module):
         ff_dim: int = 512,
         precision: str = "fp32",
         knn: int | None = None,
+        activation: str = "gelu",
+        rezero: str = "shared",
     ) -> None:
         super().__init__()
+        check_layer_options("BQPolicy", activation, rezero)
         for name, value in (("dim", dim), ("layers", layers), ("heads", heads), ("ff_dim", ff_dim)):
             if value < 1:
                 raise ValueError(f"BQPolicy: expected {name} >= 1, got {value}.")
@@ -53,7 +59,7 @@ class BQPolicy(nn.Module):
         self.knn = knn
         self.embed = nn.Linear(2, dim)
         self.markers = nn.Parameter(torch.randn(2, dim))  # origin, destination
-        self.encoder = ReZeroEncoder(dim, heads, ff_dim, layers)
+        self.encoder = ReZeroEncoder(dim, heads, ff_dim, layers, activation, rezero)
         self.head = nn.Linear(dim, 1)
 
     def candidates(self, state: TSPState) -> torch.Tensor:

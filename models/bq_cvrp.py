@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.layers import ReZeroEncoder
+from models.layers import ReZeroEncoder, check_layer_options
 from problems.cvrp.env import action_mask
 from problems.cvrp.types import CVRPState
 
@@ -81,8 +81,11 @@ class BQCVRPPolicy(nn.Module):
         ff_dim: int = 512,
         precision: str = "fp32",
         knn: int | None = None,
+        activation: str = "gelu",
+        rezero: str = "shared",
     ) -> None:
         super().__init__()
+        check_layer_options("BQCVRPPolicy", activation, rezero)
         check_sizes(
             "BQCVRPPolicy", precision, knn, dim=dim, layers=layers, heads=heads, ff_dim=ff_dim
         )
@@ -92,7 +95,7 @@ class BQCVRPPolicy(nn.Module):
         self.knn = knn
         self.embed = nn.Linear(4, dim)
         self.markers = nn.Parameter(torch.randn(2, dim))  # origin, depot
-        self.encoder = ReZeroEncoder(dim, heads, ff_dim, layers)
+        self.encoder = ReZeroEncoder(dim, heads, ff_dim, layers, activation, rezero)
         self.head = nn.Linear(dim, 2)  # direct, via depot
 
     def forward(self, state: CVRPState) -> torch.Tensor:

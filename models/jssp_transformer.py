@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.layers import ReZeroLayer, alibi_slopes, sinusoidal_encoding
+from models.layers import ReZeroLayer, alibi_slopes, check_layer_options, sinusoidal_encoding
 from problems.jssp.types import JSSPState
 
 PRECISIONS = ("fp32", "bf16")
@@ -35,8 +35,11 @@ class JSSPTransformer(nn.Module):
         heads: int = 8,
         ff_dim: int = 256,
         precision: str = "fp32",
+        activation: str = "gelu",
+        rezero: str = "shared",
     ) -> None:
         super().__init__()
+        check_layer_options("JSSPTransformer", activation, rezero)
         if precision not in PRECISIONS:
             raise ValueError(f"Expected precision in {PRECISIONS}, got {precision!r}.")
         if pairs < 1:
@@ -45,9 +48,14 @@ class JSSPTransformer(nn.Module):
         self.heads = heads
         self.precision = precision
         self.embed = nn.Linear(2, dim)
-        self.job_layers = nn.ModuleList(ReZeroLayer(dim, heads, ff_dim) for _ in range(pairs))
-        self.machine_layers = nn.ModuleList(ReZeroLayer(dim, heads, ff_dim) for _ in range(pairs))
-        self.final = ReZeroLayer(dim, heads, ff_dim)
+        form = (activation, rezero)
+        self.job_layers = nn.ModuleList(
+            ReZeroLayer(dim, heads, ff_dim, *form) for _ in range(pairs)
+        )
+        self.machine_layers = nn.ModuleList(
+            ReZeroLayer(dim, heads, ff_dim, *form) for _ in range(pairs)
+        )
+        self.final = ReZeroLayer(dim, heads, ff_dim, *form)
         self.head = nn.Linear(dim, 1, bias=False)  # a shared shift cancels in the softmax
         self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
 

@@ -31,27 +31,67 @@ class MultiHeadAttention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(b, n, d))
 
 
-class ReZeroLayer(nn.Module):
-    """Transformer encoder layer with ReZero residuals (x + alpha * f(x), alpha starts at 0)."""
+ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
+REZERO = ("shared", "separate")
 
-    def __init__(self, dim: int, heads: int, ff_dim: int) -> None:
+
+def check_layer_options(owner: str, activation: str, rezero: str) -> None:
+    """ValueError naming `owner` for an unknown activation or ReZero form."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"{owner}: expected activation in {sorted(ACTIVATIONS)}, got {activation!r}."
+        )
+    if rezero not in REZERO:
+        raise ValueError(f"{owner}: expected rezero in {REZERO}, got {rezero!r}.")
+
+
+class ReZeroLayer(nn.Module):
+    """Transformer encoder layer with ReZero residuals (x + alpha * f(x), alpha starts at 0).
+
+    The paper's form (the authors' RZTX layer) is the default: GELU in the feed-forward and one
+    weight `alpha` shared by the attention and feed-forward residuals. `rezero="separate"` gives
+    each residual its own weight (`alpha_attn`, `alpha_ff`) and, with `activation="relu"`, is
+    the form of nco checkpoints before format 2.
+    """
+
+    def __init__(
+        self, dim: int, heads: int, ff_dim: int, activation: str = "gelu", rezero: str = "shared"
+    ) -> None:
         super().__init__()
+        check_layer_options("ReZeroLayer", activation, rezero)
         self.attn = MultiHeadAttention(dim, heads)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Linear(ff_dim, dim))
-        self.alpha_attn = nn.Parameter(torch.zeros(1))
-        self.alpha_ff = nn.Parameter(torch.zeros(1))
+        self.ff = nn.Sequential(
+            nn.Linear(dim, ff_dim), ACTIVATIONS[activation](), nn.Linear(ff_dim, dim)
+        )
+        if rezero == "shared":
+            self.alpha = nn.Parameter(torch.zeros(1))
+        else:
+            self.alpha_attn = nn.Parameter(torch.zeros(1))
+            self.alpha_ff = nn.Parameter(torch.zeros(1))
+        self.rezero = rezero
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = x + self.alpha_attn * self.attn(x, attn_mask)
-        return x + self.alpha_ff * self.ff(x)
+        shared = self.rezero == "shared"
+        x = x + (self.alpha if shared else self.alpha_attn) * self.attn(x, attn_mask)
+        return x + (self.alpha if shared else self.alpha_ff) * self.ff(x)
 
 
 class ReZeroEncoder(nn.Module):
     """A stack of `layers` ReZero layers."""
 
-    def __init__(self, dim: int, heads: int, ff_dim: int, layers: int) -> None:
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        ff_dim: int,
+        layers: int,
+        activation: str = "gelu",
+        rezero: str = "shared",
+    ) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(ReZeroLayer(dim, heads, ff_dim) for _ in range(layers))
+        self.layers = nn.ModuleList(
+            ReZeroLayer(dim, heads, ff_dim, activation, rezero) for _ in range(layers)
+        )
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:

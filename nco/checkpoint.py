@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import inspect
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,7 +21,10 @@ from torch import nn
 from nco import registry
 from nco.env import Env
 
-FORMAT = "nco-checkpoint-1"
+FORMAT = "nco-checkpoint-2"
+# Format 1 predates the paper's layer form as the default: a model config without these keys
+# meant ReLU feed-forwards and one ReZero weight per residual (models.layers.ReZeroLayer).
+LEGACY = {"nco-checkpoint-1": {"activation": "relu", "rezero": "separate"}}
 FIELDS: dict[str, type] = {
     "format": str,
     "weights": dict,
@@ -82,13 +86,17 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
             raise ValueError(f"{path}: checkpoint field {field!r} is missing.")
         if not isinstance(payload[field], kind):
             raise ValueError(f"{path}: checkpoint field {field!r} must be a {kind.__name__}.")
-    if payload["format"] != FORMAT:
-        raise ValueError(f"{path}: field 'format' is {payload['format']!r}; expected {FORMAT!r}.")
+    if payload["format"] != FORMAT and payload["format"] not in LEGACY:
+        raise ValueError(
+            f"{path}: field 'format' is {payload['format']!r}; expected one of "
+            f"{[FORMAT, *LEGACY]}."
+        )
     if "_target_" not in payload["model"]:
         raise ValueError(f"{path}: checkpoint field 'model._target_' is missing.")
     if "env" not in payload["problem"]:
         raise ValueError(f"{path}: checkpoint field 'problem.env' is missing.")
     registry.check_pair(payload["model"], payload["problem"]["env"], str(path))
+    payload["model"] = _upgrade(payload["format"], payload["model"])
     policy = registry.build("policy", payload["model"], f"{path}: field 'model'")
     try:
         policy.load_state_dict(payload["weights"])
@@ -97,6 +105,14 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
     policy = policy.to(device).eval()
     env = registry.build("env", payload["problem"]["env"], f"{path}: field 'problem.env'")
     return Loaded(policy, env, payload["model"], payload["problem"], payload["meta"])
+
+
+def _upgrade(fmt: str, model: dict[str, Any]) -> dict[str, Any]:
+    """The model config with the meaning its format gave to missing keys made explicit."""
+    cls = registry.resolve("policy", model["_target_"], "model._target_")
+    accepted = inspect.signature(cls).parameters
+    legacy = {k: v for k, v in LEGACY.get(fmt, {}).items() if k in accepted and k not in model}
+    return {**model, **legacy}
 
 
 def _version() -> str:

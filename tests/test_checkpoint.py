@@ -81,3 +81,40 @@ def test_save_needs_problem_env(tmp_path) -> None:
     """Saving without an env config is refused."""
     with pytest.raises(ValueError, match="problem.env"):
         checkpoint.save(tmp_path / "x.pt", BQPolicy(16, 1, 2, 32), MODEL, {"name": "tsp"})
+
+
+@pytest.mark.parametrize(
+    ("name", "result"),
+    [
+        ("cvrp20_quick", "cvrp20_quick_on_cvrp20_greedy"),
+        ("tsp20_quick", "tsp20_quick_on_tsp100_greedy"),
+    ],
+)
+def test_shipped_format1_checkpoints_decode_as_when_they_were_measured(name, result) -> None:
+    """Format-1 files (ReLU, one ReZero weight per residual) load with that form made explicit
+    and reproduce their committed greedy results on the first instances exactly."""
+    import json
+    from pathlib import Path
+
+    from nco.datasets import load_dataset
+    from nco.search import greedy
+
+    root = Path(__file__).resolve().parents[1] / "data"
+    loaded = checkpoint.load(root / "checkpoints" / name / "best.pt")
+    assert (loaded.model["activation"], loaded.model["rezero"]) == ("relu", "separate")
+    expected = json.loads((root / "results" / "checkpoints" / f"{result}.json").read_text())
+    dataset = load_dataset(expected["dataset"]).head(5)
+    instances = type(loaded.env.generate(1))(
+        **{k: torch.as_tensor(v) for k, v in dataset.arrays.items()}
+    )
+    cost = loaded.env.cost(greedy(loaded.policy, loaded.env, instances).best().objective)
+    assert cost.tolist() == pytest.approx(expected["objectives"][:5], rel=1e-5)
+
+
+def test_new_checkpoints_are_format_2_with_the_paper_layers(tmp_path) -> None:
+    """A fresh BQ policy uses GELU and one shared ReZero weight, and saves as format 2."""
+    policy = BQPolicy(dim=16, layers=1, heads=2, ff_dim=32)
+    assert "encoder.layers.0.alpha" in policy.state_dict()
+    checkpoint.save(tmp_path / "b.pt", policy, MODEL, PROBLEM)
+    assert torch.load(tmp_path / "b.pt", weights_only=True)["format"] == "nco-checkpoint-2"
+    assert "activation" not in checkpoint.load(tmp_path / "b.pt").model  # defaults, not legacy
