@@ -163,7 +163,12 @@ def main(cfg: DictConfig) -> None:
     for key in ("src", "model", "out"):
         if not cfg.get(key):
             raise SystemExit(f"nco-import: {key}= is required (see configs/importer/import.yaml).")
-    path = import_reference(cfg.src, str(cfg.model), cfg.out, int(cfg.num_nodes), cfg.get("heads"))
+    try:
+        path = import_reference(
+            cfg.src, str(cfg.model), cfg.out, int(cfg.num_nodes), cfg.get("heads")
+        )
+    except ValueError as err:  # a bad file or argument: one line, no traceback
+        raise SystemExit(str(err)) from None
     print(f"nco-import: wrote {path} ({cfg.model} from {cfg.src})")
 
 
