@@ -350,6 +350,8 @@ def _infer_problem(path: Path) -> str:
         return "tsp"
     if {"depot", "locs"} <= files or "nodes" in files:
         return "cvrp"
+    if "locs" in files:  # rl4co's TSP files
+        return "tsp"
     if "durations" in files:
         return "jssp"
     raise ValueError(f"{path}: cannot tell the problem from fields {sorted(files)}.")

@@ -1,6 +1,7 @@
 """Regenerate the standard test sets as .npz files (DESIGN.md layout), bit for bit.
 
     python scripts/make_datasets.py [--out data/generated] [--force] [--only kool:tsp100_test]
+    python scripts/make_datasets.py --custom tsp 200 1000 7 --custom cvrp 50 500 11
 
 Writes every named set of `nco.datasets` (`kool:{tsp,cvrp}{20,50,100}_{test,val}`, `bq:tsp200`,
 `bq:tsp500`, `lehd:cvrp200`, `lehd:cvrp500`) as `<source>_<name>.npz`, the files that
@@ -14,7 +15,9 @@ same recipe with N = 128: TSP200/TSP500 with seed 777 (BQ-NCO) and CVRP200 with 
 CVRP500 with seed 1234 (LEHD); all four equal ../shared/data/reference/* exactly (checked).
 
 A set whose arrays do not hash to `CHECKSUMS` is reported and not written. Existing files are
-kept unless --force is given.
+kept unless --force is given. `--custom PROBLEM SIZE COUNT SEED` writes a set of any size, count
+and seed by the same recipe (CVRP: the standard capacity of the size) as
+`custom_<problem><size>_n<count>_seed<seed>.npz`, for `data=` of any command.
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nco.datasets import GENERATED_DIR, cache_path, checksum, generate_named, named_sets, save_npz
+from nco.datasets import (
+    GENERATED_DIR,
+    cache_path,
+    checksum,
+    generate_named,
+    kool_cvrp,
+    kool_tsp,
+    named_sets,
+    save_npz,
+)
 
 CHECKSUMS = {
     "kool:tsp20_test": "74270c3a136cfa97c43323dc184899685d8ecdac97520ff4596f7d5f0817e0d0",
@@ -68,9 +80,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=GENERATED_DIR, help="output folder")
     parser.add_argument("--force", action="store_true", help="overwrite existing files")
     parser.add_argument("--only", nargs="+", choices=named_sets(), help="only these sets")
+    parser.add_argument(
+        "--custom",
+        nargs=4,
+        action="append",
+        metavar=("PROBLEM", "SIZE", "COUNT", "SEED"),
+        help="a set of your own (tsp or cvrp), repeatable; the named sets are then skipped",
+    )
     args = parser.parse_args(argv)
+    if args.custom:
+        for spec in args.custom:
+            print(make_custom(*spec, out=args.out, force=args.force, parser=parser))
+        return 0
     status = make(args.only or named_sets(), args.out, args.force)
     return int(any("MISMATCH" in s for s in status.values()))
+
+
+def make_custom(
+    problem: str, size: str, count: str, seed: str, out: Path, force: bool, parser
+) -> str:
+    """Write one custom set; returns its status line."""
+    if problem not in ("tsp", "cvrp"):
+        parser.error(f"--custom: expected problem tsp or cvrp, got {problem!r}")
+    try:
+        n, num, s = int(size), int(count), int(seed)
+    except ValueError:
+        parser.error(f"--custom: SIZE, COUNT and SEED must be integers, got {size} {count} {seed}")
+    if n < 3 or num < 1:
+        parser.error(f"--custom: expected SIZE >= 3 and COUNT >= 1, got {n} and {num}")
+    path = out / f"custom_{problem}{n}_n{num}_seed{s}.npz"
+    if path.exists() and not force:
+        return f"{path}  exists, kept (--force to overwrite)"
+    try:
+        arrays = kool_tsp(num, n, s) if problem == "tsp" else kool_cvrp(num, n, s)
+    except ValueError as err:  # CVRP sizes without a standard capacity
+        parser.error(f"--custom: {err}")
+    save_npz(path, arrays)
+    return f"{path}  written ({checksum(arrays)})"
 
 
 if __name__ == "__main__":

@@ -225,3 +225,44 @@ def test_unit_square_scales_only_instances_outside_it() -> None:
     assert np.array_equal(scaled.arrays["locs"][1], locs[1])
     jssp = Dataset("jssp", "j", {"durations": np.ones((1, 2, 2)), "machines": np.zeros((1, 2, 2))})
     assert jssp.unit_square()[0] is jssp
+
+
+def test_rl4co_npz_files_load(tmp_path) -> None:
+    """rl4co's layouts: TSP `locs`; CVRP `depot`, `locs`, `demand` with the absolute capacity
+    ([N, 1]) or divided by it (capacity 1): both give integer demands 1..9 and capacity 30."""
+    from nco.datasets import load_dataset
+
+    rng = np.random.default_rng(0)
+    locs = rng.uniform(size=(3, 20, 2))
+    np.savez(tmp_path / "tsp.npz", locs=locs)
+    tsp = load_dataset(tmp_path / "tsp.npz")
+    assert tsp.problem == "tsp" and np.array_equal(tsp.arrays["coords"], locs)
+    demand = rng.integers(1, 10, size=(3, 20))
+    base = {"depot": rng.uniform(size=(3, 2)), "locs": locs}
+    np.savez(tmp_path / "abs.npz", **base, demand=demand, capacity=np.full((3, 1), 30.0))
+    np.savez(tmp_path / "norm.npz", **base, demand=demand / 30.0, capacity=np.ones(3))
+    for name in ("abs.npz", "norm.npz"):
+        cvrp = load_dataset(tmp_path / name)
+        assert cvrp.problem == "cvrp"
+        assert np.array_equal(cvrp.arrays["demands"], demand)
+        assert cvrp.arrays["capacity"].tolist() == [30, 30, 30]
+    np.savez(tmp_path / "bad.npz", **base, demand=demand / 7.3, capacity=np.ones(3))
+    with pytest.raises(ValueError, match="integer demands"):
+        load_dataset(tmp_path / "bad.npz")
+
+
+def test_make_datasets_custom_sets(tmp_path: Path, capsys) -> None:
+    """--custom writes Kool-recipe sets of any size, count and seed that load as datasets; bad
+    specifications end with a usage error."""
+    script = load_script("make_datasets")
+    assert script.main(["--out", str(tmp_path), "--custom", "tsp", "30", "4", "7"]) == 0
+    data = load_dataset(tmp_path / "custom_tsp30_n4_seed7.npz")
+    np.testing.assert_array_equal(data.arrays["coords"], kool_tsp(4, 30, 7)["coords"])
+    script.main(["--out", str(tmp_path), "--custom", "cvrp", "50", "2", "1"])
+    assert load_dataset(tmp_path / "custom_cvrp50_n2_seed1.npz").arrays["capacity"].tolist() == [
+        40,
+        40,
+    ]
+    for bad in (["knap", "5", "1", "1"], ["tsp", "x", "1", "1"], ["cvrp", "33", "1", "1"]):
+        with pytest.raises(SystemExit):
+            script.main(["--out", str(tmp_path), "--custom", *bad])

@@ -35,6 +35,7 @@ import torch
 import vrplib
 
 from nco.safe_io import RestrictedUnpickler, check_refs
+from problems.cvrp.generator import default_capacity
 from problems.cvrp.routes import tour_to_actions
 from problems.cvrp.types import CVRPInstances
 
@@ -188,6 +189,8 @@ def _read_npz(path: Path) -> _Raw:
             tour_nodes=arrays.get("tour_node_idcs"),
             tour_flags=arrays.get("tour_node_flags"),
         )
+    if "demand" in arrays and "demands" not in arrays:
+        arrays = _from_rl4co(arrays, path)
     _require(arrays, ("depot", "locs", "demands", "capacity"), path)
     return _Raw(
         depot=arrays["depot"],
@@ -198,6 +201,34 @@ def _read_npz(path: Path) -> _Raw:
         tour_nodes=arrays.get("tour_node_idcs"),
         tour_flags=arrays.get("tour_node_flags"),
     )
+
+
+def _from_rl4co(arrays: dict[str, np.ndarray], path: Path) -> dict[str, np.ndarray]:
+    """rl4co's CVRP fields (`demand`, `capacity` [N] / [N, 1] / absent) in this layout.
+
+    rl4co stores integer demands with the absolute capacity, or demands divided by it (then
+    the capacity is 1 or absent, and the standard Kool capacity of the size is used to restore
+    the integers 1..9).
+    """
+    demand = np.asarray(arrays["demand"], dtype=np.float64)
+    n = demand.shape[-1]
+    cap = arrays.get("capacity")
+    cap = (
+        np.ones(len(demand))
+        if cap is None
+        else np.asarray(cap, np.float64).reshape(len(demand), -1)[:, 0]
+    )
+    if demand.max(initial=0) <= 1 and (cap <= 1).all():  # normalized by the capacity
+        cap = np.full(len(demand), float(default_capacity(n)))
+        demand = demand * cap[:, None]
+    rounded = np.rint(demand)
+    if not np.allclose(demand, rounded, atol=1e-4):
+        raise ValueError(f"{path}: field 'demand' does not give integer demands (rl4co layout).")
+    return {
+        **{k: v for k, v in arrays.items() if k not in ("demand", "capacity")},
+        "demands": rounded.astype(np.int64),
+        "capacity": np.rint(cap).astype(np.int64),
+    }
 
 
 def _read_pickle(path: Path) -> _Raw:

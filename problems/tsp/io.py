@@ -177,9 +177,12 @@ def _load_npz(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
             arrays = {key: data[key] for key in data.files}
     except ValueError as e:
         raise ValueError(f"{path}: expected plain numeric arrays without pickled objects.") from e
-    if "coords" not in arrays:
-        raise ValueError(f"{path}: missing field 'coords' (expected an array [N, n, 2]).")
-    coords = _check_coords(arrays["coords"], path, "coords")
+    field = "coords" if "coords" in arrays else "locs"  # locs: rl4co's TSP files
+    if field not in arrays:
+        raise ValueError(
+            f"{path}: missing field 'coords' (or rl4co's 'locs'; expected an array [N, n, 2])."
+        )
+    coords = _check_coords(arrays[field], path, field)
     for field in ("reference_costs", "tour_lengths"):
         if field in arrays:
             return coords, check_refs(arrays[field], len(coords), path, field)
