@@ -141,9 +141,17 @@ def run(cfg: DictConfig) -> Results:
         raise ValueError(f"nco-baseline: expected time_limit > 0, got {cfg.time_limit}.")
     problem = problem_name(cfg.problem)
     get_solver(problem, cfg.solver)
-    dataset = load_dataset(cfg.data, problem).head(cfg.get("limit"))
+    original = load_dataset(cfg.data, problem).head(cfg.get("limit"))
+    # Solvers work on the unit square (LKH and OR-Tools scale to integers, LKH overflows on
+    # raw library coordinates); costs and bounds go back to the file's units.
+    dataset, scales = original.unit_square()
     start = time.perf_counter()
     solved = solve_all(dataset, cfg.solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers))
+    for i, scale in enumerate(scales):
+        if scale != 1:
+            r = solved[i]
+            r.cost *= scale
+            r.bound = None if r.bound is None else r.bound * scale
     wall = time.perf_counter() - start
     ordered = [solved[i] for i in range(len(dataset))]
     failed = [i for i, r in enumerate(ordered) if not np.isfinite(r.cost)]

@@ -88,8 +88,7 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
             raise ValueError(f"{path}: checkpoint field {field!r} must be a {kind.__name__}.")
     if payload["format"] != FORMAT and payload["format"] not in LEGACY:
         raise ValueError(
-            f"{path}: field 'format' is {payload['format']!r}; expected one of "
-            f"{[FORMAT, *LEGACY]}."
+            f"{path}: field 'format' is {payload['format']!r}; expected one of {[FORMAT, *LEGACY]}."
         )
     if "_target_" not in payload["model"]:
         raise ValueError(f"{path}: checkpoint field 'model._target_' is missing.")

@@ -33,6 +33,7 @@ from nco.baseline import problem_name
 from nco.datasets import Dataset, load_dataset
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
+from nco.library_eval import evaluate_files, library_files
 from nco.paths import CONFIG_DIR
 from nco.results import Results, format_table, write_results
 
@@ -192,6 +193,31 @@ def decode_best(
     return sequences, torch.cat(objectives)
 
 
+def run_library(
+    cfg: DictConfig,
+    loaded: checkpoint.Loaded,
+    problem: str,
+    files: list[Path],
+    search: dict,
+    path: Path,
+) -> Results:
+    """nco-eval on TSPLIB / CVRPLIB files: one row per file in its own metric (library_eval)."""
+    settings = configure_policy(loaded.policy, problem, 0, cfg.get("precision"), cfg.get("knn"))
+    results, wall = evaluate_files(files, loaded, problem, search, int(cfg.seed))
+    results.method = f"{path.name} {describe_search(search)}"
+    results.info.update({"checkpoint": str(path), "search": search, **settings})
+    print(format_table(results))
+    print(
+        f"{len(files)} library files in {wall:.2f} s; cost = each file's own metric "
+        "(TSPLIB integer distances), references from .opt.tour / .sol files beside them",
+        file=sys.stderr,
+    )
+    if cfg.get("out"):
+        written = write_results(results, cfg.out)
+        print(f"results written to {written}")
+    return results
+
+
 def run(cfg: DictConfig) -> Results:
     """Evaluate `cfg.checkpoint` on `cfg.data` with `cfg.search`; print and write the results."""
     path = check_checkpoint(cfg.get("checkpoint"), "nco-eval")
@@ -199,6 +225,9 @@ def run(cfg: DictConfig) -> Results:
     search = search_config(OmegaConf.to_container(cfg.search, resolve=True))
     loaded = checkpoint.load(path, device)
     problem = problem_name(OmegaConf.create(loaded.problem))
+    files = library_files(str(cfg.get("data") or ""), problem)
+    if files is not None:
+        return run_library(cfg, loaded, problem, files, search, path)
     dataset = resolve_dataset(cfg.get("data"), problem).head(cfg.get("limit"))
     scaled, scales = dataset.unit_square()
     if (scales != 1).any():

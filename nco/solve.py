@@ -283,8 +283,9 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     }
     if problem in COORD_FIELDS:
         payload["coordinate_transform"] = {"offset": offset, "scale": scale}
-    if weight_type in EDGE_WEIGHT_TYPES:
-        payload["rounded_cost"] = rounded_cost(problem, original, solution, weight_type)
+    if weight_type in EDGE_WEIGHT_TYPES:  # the file's own metric first, as nco-eval reports it
+        payload["euclidean_cost"] = cost
+        payload["cost"] = rounded_cost(problem, original, solution, weight_type)
         payload["edge_weight_type"] = weight_type
     if dataset.references is not None and np.isfinite(dataset.references[index]):
         ref = float(dataset.references[index])

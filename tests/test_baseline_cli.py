@@ -195,3 +195,22 @@ def test_module_entry_point(tmp_path: Path) -> None:
     )
     assert "Average" in proc.stdout and read_results(out).num_instances == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.npz", "r.json"]
+
+
+def test_library_file_with_raw_coordinates(tmp_path: Path) -> None:
+    """A TSPLIB file with coordinates in the hundreds: solved on the unit square (LKH used to
+    abort on them), costs in the file's units, equal to the exact optimum scaled back."""
+    from problems.tsp.solvers import solve_exact
+
+    coords = np.random.default_rng(3).integers(0, 1000, size=(12, 2)).astype(np.float64)
+    lines = "\n".join(f"{i + 1} {int(x)} {int(y)}" for i, (x, y) in enumerate(coords))
+    path = tmp_path / "raw12.tsp"
+    path.write_text(
+        f"NAME : raw12\nTYPE : TSP\nDIMENSION : 12\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+        f"NODE_COORD_SECTION\n{lines}\nEOF\n"
+    )
+    results = run(baseline_cfg("solver=lkh", f"data={path}", "time_limit=1", "workers=1"))
+    lo, span = coords.min(0), (coords.max(0) - coords.min(0)).max()
+    optimum = solve_exact({"coords": (coords - lo) / span}, 10.0, 0).cost * span
+    assert results.objectives[0] == pytest.approx(optimum, rel=1e-9)
+    assert results.objectives[0] == pytest.approx(tour_length(coords, results.solutions[0]), 1e-9)

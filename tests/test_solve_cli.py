@@ -20,6 +20,7 @@ from nco.search import greedy
 from problems.jssp import JSSPEnv, make_instances
 from problems.jssp.schedule import check_schedule
 from problems.tsp import TSPInstances
+from problems.tsp.solvers import solve_exact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -114,7 +115,8 @@ def test_tsplib_with_checkpoint_scales_into_unit_square(files) -> None:
     )
     tour = result["tour"]
     assert sorted(tour) == list(range(8)) and tour[0] == 0
-    assert result["cost"] == pytest.approx(length(TSP_COORDS, tour), rel=1e-12)
+    assert result["euclidean_cost"] == pytest.approx(length(TSP_COORDS, tour), rel=1e-12)
+    assert result["cost"] == int(result["cost"])  # EUC_2D: the file's integer metric
     scaled = (TSP_COORDS - TSP_COORDS.min(0)) / (TSP_COORDS.max(0) - TSP_COORDS.min(0)).max()
     loaded = checkpoint.load(files["checkpoint"])
     direct = greedy(loaded.policy, loaded.env, TSPInstances(torch.from_numpy(scaled)[None]))
@@ -128,11 +130,11 @@ def test_tsplib_with_lkh_is_optimal_in_file_units(files) -> None:
     """LKH's tour has the brute-force optimal length; rounded_cost uses TSPLIB's nint distances."""
     result, out = run_solve(files, "lkh", f"instance={files['tsp']}", "solver=lkh")
     best = min(length(TSP_COORDS, [0, *p]) for p in itertools.permutations(range(1, 8)))
-    assert result["cost"] == pytest.approx(best, rel=1e-9)
-    assert result["cost"] == pytest.approx(length(TSP_COORDS, result["tour"]), rel=1e-12)
+    assert result["euclidean_cost"] == pytest.approx(best, rel=1e-9)
+    assert result["euclidean_cost"] == pytest.approx(length(TSP_COORDS, result["tour"]), rel=1e-12)
     pts = TSP_COORDS[result["tour"]]
     edges = np.linalg.norm(pts - np.roll(pts, -1, axis=0), axis=1)
-    assert result["rounded_cost"] == int(np.floor(edges + 0.5).sum())
+    assert result["cost"] == int(np.floor(edges + 0.5).sum())
     assert result["method"] == "lkh" and result["edge_weight_type"] == "EUC_2D"
     check_png(out.with_suffix(".png"))
 
@@ -163,7 +165,8 @@ def test_cvrplib_with_hgs_gives_feasible_routes(files) -> None:
     routes = result["routes"]
     assert sorted(c for r in routes for c in r) == list(range(1, 7))
     assert all(demands[r].sum() <= 10 for r in routes)
-    assert result["cost"] == pytest.approx(sum(length(nodes, [0, *r]) for r in routes), rel=1e-12)
+    euclid = sum(length(nodes, [0, *r]) for r in routes)
+    assert result.get("euclidean_cost", result["cost"]) == pytest.approx(euclid, rel=1e-12)
     assert result["instance"] == "tiny6"
     check_png(out.with_suffix(".png"))
 
@@ -228,7 +231,9 @@ def test_nco_eval_on_library_files_matches_nco_solve(files) -> None:
     evaluate.run(
         compose_eval([f"checkpoint={files['checkpoint']}", f"data={files['tsp']}", f"out={out}"])
     )
-    assert json.loads(out.read_text())["objectives"][0] == pytest.approx(solved["cost"], 1e-9)
+    written = json.loads(out.read_text())
+    assert written["objectives"][0] == solved["cost"]  # the file's EUC_2D metric
+    assert written["info"]["euclidean_costs"][0] == pytest.approx(solved["euclidean_cost"], 1e-9)
 
     unit = TSP_COORDS / 1000.0  # inside [0, 1]^2: nobody rescales it
     np.savez(files["root"] / "unit.npz", coords=unit[None])
@@ -245,3 +250,37 @@ def compose_eval(overrides: list[str]) -> DictConfig:
     """The evaluate config composed like the command line would."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         return compose(config_name="evaluate", overrides=["progress=false", *overrides])
+
+
+def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
+    """One row per file in the file's own metric (TSPLIB EUC_2D / ATT integer distances), the
+    Euclidean length beside it, and the gap to an .opt.tour where one lies beside the file."""
+    from nco import evaluate
+    from nco.solve import tsplib_length
+
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    text = files["tsp"].read_text()
+    (folder / "a8.tsp").write_text(text.replace("tiny8", "a8"))
+    (folder / "b8.tsp").write_text(text.replace("tiny8", "b8").replace("EUC_2D", "ATT"))
+    optimal = solve_exact({"coords": TSP_COORDS / 1000}, 10.0, 0).solution  # unit square
+    tour_lines = "\n".join(str(i + 1) for i in optimal)
+    (folder / "a8.opt.tour").write_text(
+        f"NAME : a8\nTYPE : TOUR\nDIMENSION : 8\nTOUR_SECTION\n{tour_lines}\n-1\nEOF\n"
+    )
+    out = tmp_path / "lib.json"
+    results = evaluate.run(
+        compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}", f"out={out}"])
+    )
+    assert results.names == ["a8", "b8"]
+    assert results.info["metrics"] == ["EUC_2D", "ATT"]
+    (euc, att), (len_a, len_b) = results.objectives, results.info["euclidean_costs"]
+    assert euc == int(euc) and abs(euc - len_a) <= 8 * 0.5  # nint per edge
+    assert att == int(att) and abs(att - len_b / 10**0.5) <= 8  # ATT: ceil-ish of d / sqrt(10)
+    ref = tsplib_length(TSP_COORDS, optimal, "EUC_2D")
+    assert results.references == [ref, None]
+    assert results.gaps[0] >= 0 and results.gaps[1] is None
+    assert json.loads(out.read_text())["names"] == ["a8", "b8"]
+    (folder / "c.vrp").write_text(VRP_TEXT)
+    with pytest.raises(ValueError, match="not"):
+        evaluate.run(compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}"]))
