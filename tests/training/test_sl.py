@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -98,3 +100,16 @@ def test_sl_without_data_raises(tiny_cfg) -> None:
     """mode=sl without sl_data is a configuration error."""
     with pytest.raises(ValueError, match="sl_data"):
         build(tiny_cfg("mode=sl"))
+
+
+def test_sl_resume_reads_the_expert_file_again(tiny_cfg, tmp_path) -> None:
+    """last.ckpt of an SL run does not copy the expert set; a resumed run has it all again."""
+    expert_file(tmp_path / "expert.npz")
+    first = tiny_cfg("mode=sl", f"sl_data={tmp_path / 'expert.npz'}", "trainer.max_epochs=1")
+    fit(first, Recorder())
+    last = Path(first.out_dir) / "checkpoints" / "last.ckpt"
+    state = torch.load(last, weights_only=False)["TrajectoryDataModule"]
+    assert state["buffer"] is None
+    recorder = Recorder()
+    fit(tiny_cfg("mode=sl", f"sl_data={tmp_path / 'expert.npz'}", f"ckpt_path={last}"), recorder)
+    assert recorder.epochs == [1] and recorder.buffer_sizes == [8]
