@@ -14,10 +14,12 @@ from collections import OrderedDict
 import torch
 
 from nco.env import Env
+from problems.gomoku import bot_v1
 from problems.gomoku.bot import expert_move, has_five
 from problems.gomoku.types import GomokuInstances, GomokuState
 
 LEARN_FROM = ("winner", "white")
+BOTS = {"v1": bot_v1.expert_move, "rules": expert_move}  # black's move rules, see GomokuEnv
 REPLAY_CACHE = 4096  # games kept by `training_batch` (an epoch's pseudo-experts, one per opening)
 
 
@@ -35,17 +37,24 @@ class GomokuEnv(Env):
     learn_from
         Whose moves `training_batch` targets: "winner" (paper C.4: in games black won, black's
         replies, seen from black's side; otherwise white's moves) or "white" (always white's).
+    bot
+        Black's rules: "v1" (LightZero's scoring rule bot, the paper's opponent,
+        `problems.gomoku.bot_v1`) or "rules" (nco's earlier window-pattern bot,
+        `problems.gomoku.bot`, which completes its fives and blocks fours first).
     """
 
     name = "gomoku"
 
-    def __init__(self, board_size: int = 9, learn_from: str = "winner") -> None:
+    def __init__(self, board_size: int = 9, learn_from: str = "winner", bot: str = "v1") -> None:
         if board_size < 5:
             raise ValueError(f"GomokuEnv: expected board_size >= 5, got {board_size}.")
         if learn_from not in LEARN_FROM:
             raise ValueError(f"GomokuEnv: expected learn_from in {LEARN_FROM}, got {learn_from!r}.")
+        if bot not in BOTS:
+            raise ValueError(f"GomokuEnv: expected bot in {sorted(BOTS)}, got {bot!r}.")
         self.board_size = board_size
         self.learn_from = learn_from
+        self.bot = bot
         # (opening, white's moves) -> (plies, winner) of recently replayed games: training
         # batches draw the same few games (one per opening) many times per epoch
         self._replays: OrderedDict[tuple[int, bytes], tuple[torch.Tensor, int]] = OrderedDict()
@@ -120,7 +129,7 @@ class GomokuEnv(Env):
         black_won = torch.zeros(b, dtype=torch.bool, device=dev)
         if answer.numel() > 0:
             black_view = -flat[answer].view(-1, n, n)
-            reply[answer] = expert_move(black_view)
+            reply[answer] = BOTS[self.bot](black_view)
             flat[answer, reply[answer]] = -1
             black_won[answer] = has_five(-flat[answer].view(-1, n, n))
             done = done | black_won | (flat != 0).all(dim=1)

@@ -12,6 +12,7 @@ from gomoku_reference import board_from, five_in_row
 from nco.testing import check_env_protocol
 from problems.gomoku import GomokuEnv, GomokuInstances, GomokuState
 from problems.gomoku.bot import expert_move
+from problems.gomoku.env import BOTS
 
 
 def state_from(rows: list[str]) -> GomokuState:
@@ -229,7 +230,7 @@ def test_training_batch_winner_targets_black_replies() -> None:
     states, targets = env.training_batch(instances, actions, torch.Generator().manual_seed(0))
     stones = (states.board != 0).flatten(1).sum(1)
     assert bool((stones[black] % 2 == 0).all()) and bool((stones[~black] % 2 == 1).all())
-    assert torch.equal(expert_move(states.board[black]), targets[black])
+    assert torch.equal(BOTS[env.bot](states.board[black]), targets[black])
     again = env.training_batch(instances, actions, torch.Generator().manual_seed(0))
     assert torch.equal(again[0].board, states.board) and torch.equal(again[1], targets)
 
@@ -257,3 +258,23 @@ def test_training_batch_replay_cache_matches_fresh_replays(monkeypatch: pytest.M
     cut[:, 1:] = -1
     with pytest.raises(ValueError, match="complete games"):
         env.training_batch(instances, cut, torch.Generator().manual_seed(0))
+
+
+def test_bot_option_picks_blacks_rules() -> None:
+    """bot='v1' (default, the paper's) and bot='rules' answer with their own move functions;
+    an unknown bot is refused."""
+    from problems.gomoku import bot, bot_v1
+
+    for name, move in (("v1", bot_v1.expert_move), ("rules", bot.expert_move)):
+        env = GomokuEnv(7, bot=name)
+        openings = env.all_openings()
+        instances = openings.index(torch.nonzero(openings.opening != 24).squeeze(1))
+        state = env.reset(instances)
+        after = env.step(state, torch.full((state.batch_size,), 24))
+        black = ((after.board == -1) & (state.board != -1)).flatten(1).float().argmax(1)
+        view = -state.board.clone()
+        view.view(state.batch_size, -1)[:, 24] = -1  # white's stone, seen from black's side
+        assert torch.equal(black, move(view))
+    assert not torch.equal(bot_v1.expert_move(view), bot.expert_move(view))  # they do differ
+    with pytest.raises(ValueError, match="bot"):
+        GomokuEnv(7, bot="alphazero")
