@@ -61,6 +61,11 @@ def add_plugin_package(name: str) -> None:
     _PACKAGES.add(name)
 
 
+def plugin_packages() -> tuple[str, ...]:
+    """The top-level packages whose modules may be looked up (for worker processes)."""
+    return tuple(sorted(_PACKAGES))
+
+
 def registered(kind: str) -> list[str]:
     """Dotted names of the classes registered as `kind`, sorted."""
     return sorted(f"{c.__module__}.{c.__qualname__}" for c in _CLASSES[kind])

@@ -34,8 +34,16 @@ MAX_ATTEMPTS = 2
 class SamplingWorker:
     """Ray actor body: an env and a policy replica built from plain `_target_` configs."""
 
-    def __init__(self, env_cfg: dict[str, Any], model_cfg: dict[str, Any], threads: int) -> None:
+    def __init__(
+        self,
+        env_cfg: dict[str, Any],
+        model_cfg: dict[str, Any],
+        threads: int,
+        packages: tuple[str, ...] = (),
+    ) -> None:
         torch.set_num_threads(max(1, threads))
+        for package in packages:  # the driver's plugin packages: their classes may be built
+            registry.add_plugin_package(package)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.env = registry.build("env", env_cfg, "problem.env")
         self.policy = registry.build("policy", model_cfg, "model").to(self.device)
@@ -106,7 +114,8 @@ class RaySampler:
         cls = ray.remote(SamplingWorker).options(
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker, max_restarts=0
         )
-        return cls.remote(self.env_cfg, self.model_cfg, int(self.cpus_per_worker))
+        packages = registry.plugin_packages()
+        return cls.remote(self.env_cfg, self.model_cfg, int(self.cpus_per_worker), packages)
 
     def sample(
         self, policy: nn.Module, instances: Batch, search_cfg: Mapping[str, Any], seed: int

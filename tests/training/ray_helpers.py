@@ -10,6 +10,7 @@ import os
 import torch
 
 from models.bq import BQPolicy
+from nco.registry import add_plugin_package, register
 
 
 class CrashOncePolicy(BQPolicy):
@@ -35,3 +36,7 @@ class FailingPolicy(BQPolicy):
 
     def forward(self, state) -> torch.Tensor:
         raise ValueError("boom from the policy")
+
+
+add_plugin_package("ray_helpers")  # outside models/ and problems/: registered like a plug-in
+register("policy", CrashOncePolicy, FailingPolicy, reads=("tsp",))

@@ -12,6 +12,8 @@ import torch
 
 ray = pytest.importorskip("ray")
 
+import ray_helpers  # noqa: E402,F401  (registers its policies in this process too)
+
 from models.bq import BQPolicy  # noqa: E402
 from nco.distributed import InProcessSampler, RaySampler, make_sampler  # noqa: E402
 from nco.train import run  # noqa: E402
