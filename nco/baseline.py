@@ -19,10 +19,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 import hydra
 import numpy as np
 from omegaconf import DictConfig
-from tqdm import tqdm
 
 from nco.datasets import PROBLEMS, Dataset, load_dataset
 from nco.paths import CONFIG_DIR
+from nco.progress import progress_bar
 from nco.results import Results, format_table, write_results
 from nco.solver import Solver, SolverResult
 
@@ -71,7 +71,7 @@ def solve_all(
     todo = list(range(len(dataset)) if indices is None else indices)
     start = time.perf_counter()
     results: dict[int, SolverResult] = {}
-    bar = tqdm(total=len(todo), disable=not progress, desc=f"{solver} on {dataset.name}")
+    bar = progress_bar(total=len(todo), enabled=progress, desc=f"{solver} on {dataset.name}")
 
     def tasks() -> Iterable[tuple]:
         for i in todo:

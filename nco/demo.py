@@ -20,17 +20,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from nco import search
 from nco.checkpoint import load
+from nco.progress import progress_bar
 from problems.tsp import TSPInstances
 from problems.tsp.solvers import solve_lkh
 
 
 def _lkh_costs(coords: np.ndarray) -> tuple[np.ndarray, float]:
     start = time.perf_counter()
-    costs = [solve_lkh({"coords": c}, 1.0, 0).cost for c in tqdm(coords, desc="LKH-3", leave=False)]
+    costs = [
+        solve_lkh({"coords": c}, 1.0, 0).cost
+        for c in progress_bar(coords, desc="LKH-3", leave=False)
+    ]
     return np.array(costs), time.perf_counter() - start
 
 

@@ -26,7 +26,6 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
-from tqdm import tqdm
 
 from nco import checkpoint
 from nco.baseline import problem_name
@@ -35,6 +34,7 @@ from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
 from nco.library_eval import evaluate_files, library_files
 from nco.paths import CONFIG_DIR
+from nco.progress import progress_bar
 from nco.results import Results, format_table, write_results
 
 PRECISIONS = ("fp32", "bf16")
@@ -185,7 +185,7 @@ def decode_best(
     sequences: list[list[int]] = []
     objectives = []
     starts = range(0, instances.batch_size, batch_size)
-    for start in tqdm(starts, desc=str(search["method"]), unit="batch", disable=not progress):
+    for start in progress_bar(starts, progress, desc=str(search["method"]), unit="batch"):
         idx = torch.arange(start, min(start + batch_size, instances.batch_size))
         best = decode(policy, env, instances.index(idx), cfg, generator).best()
         sequences.extend([a for a in row if a >= 0] for row in best.actions.tolist())

@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, sample_chunk
 from nco.env import Batch, Env
+from nco.progress import progress_bar
 from nco.search.solutions import Best
 
 
@@ -29,7 +29,7 @@ class InProcessSampler:
         """Best sequence and objective per instance (CPU tensors, instance order)."""
         bounds = chunk_bounds(instances.batch_size, self.chunk_size)
         parts = []
-        for i, (lo, hi) in enumerate(tqdm(bounds, desc="sampling", disable=not self.progress)):
+        for i, (lo, hi) in enumerate(progress_bar(bounds, self.progress, desc="sampling")):
             chunk = instances.index(torch.arange(lo, hi))
             parts.append(sample_chunk(policy, self.env, chunk, search_cfg, derive_seed(seed, i)))
         return cat_best(parts)

@@ -20,11 +20,11 @@ import ray
 import torch
 from ray.exceptions import RayActorError, RayTaskError
 from torch import nn
-from tqdm.auto import tqdm
 
 from nco import registry
 from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, sample_chunk
 from nco.env import Batch
+from nco.progress import progress_bar
 from nco.search.solutions import Best
 
 IN_FLIGHT_PER_WORKER = 2
@@ -145,7 +145,7 @@ class RaySampler:
         for _ in range(IN_FLIGHT_PER_WORKER):
             for slot in range(len(self.actors)):
                 submit(slot)
-        bar = tqdm(total=instances.batch_size, desc="sampling", disable=not self.progress)
+        bar = progress_bar(total=instances.batch_size, enabled=self.progress, desc="sampling")
         try:
             while in_flight:
                 (ref,), _ = ray.wait(list(in_flight), num_returns=1)

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 from hydra.utils import get_method
-from tqdm import tqdm
 
 from nco.env import Batch
+from nco.progress import progress_bar
 
 PARALLEL_ABOVE_S = 20.0  # estimated solve time above which a process pool is used
 
@@ -70,7 +70,7 @@ def reference_costs(
     fields = {k: v.cpu().numpy() for k, v in instances._items()}
     tasks = [(solver, {k: v[i] for k, v in fields.items()}, time_limit, seed) for i in range(n)]
     start = time.perf_counter()
-    bar = tqdm(total=n, desc="validation references", disable=not sys.stderr.isatty())
+    bar = progress_bar(total=n, desc="validation references")
     costs = [_solve(tasks[0])]  # timed, to decide whether processes pay for their start
     bar.update()
     if workers is None:

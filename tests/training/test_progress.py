@@ -34,3 +34,15 @@ def test_interval_must_be_positive() -> None:
     """A zero or negative interval is refused."""
     with pytest.raises(ValueError, match="interval_s > 0"):
         LineProgress(0)
+
+
+def test_progress_bars_stay_out_of_log_files(capsys) -> None:
+    """nco.progress bars are silent when stderr is not a terminal (here: captured), even when
+    enabled, so log files get no redraw lines; disabled bars are always silent."""
+    from nco.progress import progress_bar
+
+    for enabled in (True, False):
+        bar = progress_bar(range(3), enabled, desc="x")
+        assert bar.disable
+        assert list(bar) == [0, 1, 2]
+    assert "\r" not in capsys.readouterr().err
