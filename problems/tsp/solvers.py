@@ -91,6 +91,37 @@ def _lkh_tour(coords: np.ndarray, seed: int, runs: int, time_limit: float | None
     return _rotate_to_zero(tour)
 
 
+def _two_opt_tour(coords: np.ndarray) -> list[int]:
+    """Nearest-neighbour tour from node 0 improved by 2-opt to a local optimum (no LKH-3)."""
+    n = len(coords)
+    dist = distance_matrix(coords)
+    tour, left = [0], set(range(1, n))
+    while left:
+        nxt = min(left, key=lambda k: dist[tour[-1], k])
+        tour.append(nxt)
+        left.remove(nxt)
+    t = np.array(tour)
+    while n > 3:
+        a, b = t, np.roll(t, -1)  # edge i is (a[i], b[i])
+        delta = dist[a[:, None], a[None, :]] + dist[b[:, None], b[None, :]]
+        delta -= (dist[a, b][:, None] + dist[a, b][None, :])
+        delta = np.triu(delta, 2)  # i < j - 1: non-adjacent edges
+        i, j = np.unravel_index(np.argmin(delta), delta.shape)
+        if delta[i, j] > -1e-12:
+            break
+        t[i + 1 : j + 1] = t[i + 1 : j + 1][::-1].copy()
+    return _rotate_to_zero(t.tolist())
+
+
+def _incumbent(coords: np.ndarray, seed: int) -> list[int]:
+    """The exact solver's first tour: LKH-3 where elkai is installed, else 2-opt."""
+    try:
+        import elkai  # noqa: F401
+    except ImportError:
+        return _two_opt_tour(coords)
+    return _lkh_tour(coords, seed, runs=1, time_limit=None)
+
+
 def solve_lkh(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
     """LKH-3 through elkai with `LKH_RUNS` runs; `time_limit` bounds the search phase only.
 
@@ -291,17 +322,18 @@ def _edges_to_tour(n: int, iu: np.ndarray, ju: np.ndarray, chosen: np.ndarray) -
 def solve_exact(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
     """Branch-and-cut with lazy DFJ subtour cuts on OR-Tools' MIP (CBC), exact float64 costs.
 
-    An LKH-3 tour is the incumbent. The subtour LP (GLOP, cuts from components and min-cut
-    phases) gives a bound and reduced costs; edges whose reduced cost proves them worse than the
-    incumbent are dropped. The MIP over the rest is then re-solved, adding a cut per subtour of
-    its solution, until it is one tour. On timeout the incumbent is returned with the best bound.
+    An LKH-3 tour (2-opt without the optional elkai) is the incumbent. The subtour LP (GLOP,
+    cuts from components and min-cut phases) gives a bound and reduced costs; edges whose
+    reduced cost proves them worse than the incumbent are dropped. The MIP over the rest is then
+    re-solved, adding a cut per subtour of its solution, until it is one tour. On timeout the
+    incumbent is returned with the best bound.
     """
     coords = instance_coords(instance)
     start = time.perf_counter()
     deadline = _Deadline(time_limit)
     n = len(coords)
     dist = distance_matrix(coords)
-    tour = _lkh_tour(coords, seed, runs=1, time_limit=None)
+    tour = _incumbent(coords, seed)
     best = tour_length(coords, tour)
     iu, ju = np.triu_indices(n, 1)
 
