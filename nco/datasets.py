@@ -52,10 +52,7 @@ GENERALIZATION_SETS = {  # name: (problem, size, numpy legacy seed, shared refer
     "bq:tsp500": ("tsp", 500, 777, "tsp500_bq_128.npz"),
     "lehd:cvrp200": ("cvrp", 200, 12345, "cvrp200_128.npz"),
     "lehd:cvrp500": ("cvrp", 500, 1234, "cvrp500_128.npz"),
-    "bq:tsp1000": ("tsp", 1000, 777, "tsp1000_bq_128.npz"),
 }
-# Sets whose generator seed is not known: read from the shared reference file itself.
-FILE_SETS = {"lehd:cvrp1000": ("cvrp", "cvrp1000_128.npz")}
 GENERALIZATION_NUM = 128
 
 
@@ -189,7 +186,7 @@ def named_sets() -> list[str]:
         for n in KOOL_SIZES
         for split in KOOL_SPLIT_SEEDS
     ]
-    return kool + list(GENERALIZATION_SETS) + list(FILE_SETS)
+    return kool + list(GENERALIZATION_SETS)
 
 
 def _parse_named(name: str) -> tuple[str, int, int, int]:
@@ -391,13 +388,6 @@ def load_dataset(
     text = str(data)
     if text.startswith("taillard:"):
         dataset = _taillard(text.split(":", 1)[1])
-    elif text in FILE_SETS:
-        kind, file = FILE_SETS[text]
-        path = SHARED_REFERENCE_DIR / file
-        if not path.is_file():
-            raise ValueError(f"data={text}: needs the reference file {path} (not found).")
-        source = f"LKH-3 (LEHD), ../shared/data/reference/{file}"
-        dataset = dataclasses.replace(_load_file(path, kind), name=text, reference_source=source)
     elif re.match(r"^(kool|bq|lehd):", text):
         kind, arrays = _cached(text, cache_dir)
         num = len(next(iter(arrays.values())))

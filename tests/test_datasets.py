@@ -39,14 +39,10 @@ def test_kool_cvrp_order_and_types() -> None:
 
 
 def test_checksums_of_all_named_sets() -> None:
-    """Every generated named set (all but the file-backed lehd:cvrp1000) regenerates to the
-    checksum recorded in scripts/make_datasets.py."""
-    from nco.datasets import FILE_SETS
-
+    """Every named set regenerates to the checksum recorded in scripts/make_datasets.py."""
     recorded = load_script("make_datasets").CHECKSUMS
-    generated = [name for name in named_sets() if name not in FILE_SETS]
-    assert sorted(recorded) == sorted(generated)
-    for name in generated:
+    assert sorted(recorded) == sorted(named_sets())
+    for name in named_sets():
         assert checksum(generate_named(name)[1]) == recorded[name], name
 
 
@@ -270,22 +266,3 @@ def test_make_datasets_custom_sets(tmp_path: Path, capsys) -> None:
     for bad in (["knap", "5", "1", "1"], ["tsp", "x", "1", "1"], ["cvrp", "33", "1", "1"]):
         with pytest.raises(SystemExit):
             script.main(["--out", str(tmp_path), "--custom", *bad])
-
-
-@pytest.mark.skipif(
-    not (Path(__file__).resolve().parents[2] / "shared" / "data" / "reference").is_dir(),
-    reason="../shared/data/reference is absent",
-)
-def test_thousand_node_generalization_sets() -> None:
-    """bq:tsp1000 regenerates the shared BQ-NCO file bit for bit (seed 777) and takes its
-    Concorde lengths (mean 23.1561); lehd:cvrp1000 is read from the shared file (seed unknown),
-    capacity 250, LKH-3 references (mean 37.0905)."""
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data" / "reference"
-    tsp = load_dataset("bq:tsp1000")
-    with np.load(shared / "tsp1000_bq_128.npz") as data:
-        np.testing.assert_array_equal(tsp.arrays["coords"], data["coords"])
-    assert tsp.references.mean() == pytest.approx(23.1561, abs=1e-4)
-    cvrp = load_dataset("lehd:cvrp1000")
-    assert cvrp.problem == "cvrp" and cvrp.arrays["locs"].shape == (128, 1000, 2)
-    assert set(cvrp.arrays["capacity"].tolist()) == {250}
-    assert cvrp.references.mean() == pytest.approx(37.0905, abs=1e-4)
