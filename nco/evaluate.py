@@ -38,8 +38,8 @@ from nco.progress import progress_bar
 from nco.results import Results, format_table, write_results
 
 PRECISIONS = ("fp32", "bf16")
-AUTO_KNN = 250  # CVRP policies attend to the 250 nearest nodes on larger instances (paper D.3.3)
-AUTO_KNN_PROBLEMS = ("cvrp",)  # the paper restricts CVRP only; TSP keeps every node
+ROUTING = ("tsp", "cvrp")
+AUTO_KNN = 250  # routing policies attend to the 250 nearest nodes on larger instances (BQ, D.3.3)
 
 
 def check_checkpoint(path: str | None, command: str) -> Path:
@@ -98,9 +98,8 @@ def configure_policy(
 ) -> dict[str, Any]:
     """Apply the `precision` and `knn` overrides to `policy` where it has those attributes.
 
-    With `knn` None, CVRP policies with a `knn` attribute of None get `AUTO_KNN` when the
-    instances have more than `AUTO_KNN` nodes (the paper's inference, D.3.3; TSP is never
-    restricted). `knn` 0 switches the restriction off. Returns the settings in effect.
+    With `knn` None, routing policies with a `knn` attribute of None get `AUTO_KNN` when the
+    instances have more than `AUTO_KNN` nodes. Returns the settings in effect (None = absent).
     """
     if precision is not None:
         if precision not in PRECISIONS:
@@ -114,21 +113,16 @@ def configure_policy(
                 stacklevel=2,
             )
     if knn is not None:
-        if int(knn) < 0:
-            raise ValueError(f"{command}: expected knn >= 1, 0 (off) or null, got {knn}.")
+        if int(knn) < 1:
+            raise ValueError(f"{command}: expected knn >= 1 or null, got {knn}.")
         if hasattr(policy, "knn"):
-            policy.knn = int(knn) or None
+            policy.knn = int(knn)
         else:
             warnings.warn(
                 f"{command}: {type(policy).__name__} has no knn setting; knn={knn} is ignored.",
                 stacklevel=2,
             )
-    elif (
-        problem in AUTO_KNN_PROBLEMS
-        and hasattr(policy, "knn")
-        and policy.knn is None
-        and size > AUTO_KNN
-    ):
+    elif problem in ROUTING and hasattr(policy, "knn") and policy.knn is None and size > AUTO_KNN:
         policy.knn = AUTO_KNN
     return {
         "precision": getattr(policy, "precision", None),

@@ -153,25 +153,18 @@ def test_unknown_search_method_lists_valid_ones(files) -> None:
 
 
 def test_knn_and_precision_overrides() -> None:
-    """knn defaults to 250 above 250 nodes for CVRP only (paper D.3.3), TSP keeps every node,
-    explicit values win, 0 switches it off, bad values raise."""
-    from models.bq_cvrp import BQCVRPPolicy
-
+    """knn defaults to 250 above 250 nodes for routing, explicit values win, bad values raise."""
     policy = BQPolicy(dim=8, layers=1, heads=2, ff_dim=8)
-    assert evaluate.configure_policy(policy, "tsp", 1000, "bf16", None) == {
+    assert evaluate.configure_policy(policy, "tsp", 250, None, None)["knn"] is None
+    assert evaluate.configure_policy(policy, "tsp", 251, "bf16", None) == {
         "precision": "bf16",
-        "knn": None,
+        "knn": 250,
     }
-    cvrp = BQCVRPPolicy(dim=8, layers=1, heads=2, ff_dim=8)
-    assert evaluate.configure_policy(cvrp, "cvrp", 250, None, None)["knn"] is None
-    assert evaluate.configure_policy(cvrp, "cvrp", 251, None, None)["knn"] == 250
-    assert evaluate.configure_policy(BQCVRPPolicy(dim=8, layers=1, heads=2, ff_dim=8), "cvrp",
-                                     1001, None, 0)["knn"] is None  # fmt: skip
     assert evaluate.configure_policy(policy, "tsp", 1000, None, 40)["knn"] == 40
     with pytest.raises(ValueError, match="precision"):
         evaluate.configure_policy(policy, "tsp", 10, "fp16", None)
     with pytest.raises(ValueError, match="knn"):
-        evaluate.configure_policy(policy, "tsp", 10, None, -1)
+        evaluate.configure_policy(policy, "tsp", 10, None, 0)
 
 
 def test_console_entry_point(files, monkeypatch, capsys) -> None:
