@@ -13,9 +13,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from nco.baseline import run
-from nco.datasets import kool_cvrp, kool_tsp
 from nco.results import Results, format_table, read_results, write_results
+from problems.cvrp.problem import kool_cvrp
 from problems.cvrp.routes import routes_cost
+from problems.tsp.problem import kool_tsp
 from problems.tsp.solvers import tour_length
 
 REPO = Path(__file__).resolve().parents[1]
