@@ -32,3 +32,20 @@ def describe_metric(dataset: Dataset) -> str:
     if dataset.metric is None:
         return "the problem's natural cost"
     return f"{dataset.metric} (the file's own metric)"
+
+
+def rescore(original: Dataset, scales: Any, solved: dict[int, Any]) -> list[float]:
+    """Rescore solver results (`nco.solver.SolverResult` by index) computed on the scaled
+    dataset: `cost` becomes the cost on `original` (its metric), `bound` is brought back to
+    file units where the solver worked on scaled coordinates (no `weights`). Returns the
+    natural costs (Euclidean length) per index, in the order of `solved`'s keys."""
+    natural = []
+    for i, result in solved.items():
+        if result.solution is None or not result.solution:
+            natural.append(result.cost)
+            continue
+        result.cost, length = score(original, i, result.solution)
+        natural.append(length)
+        if result.bound is not None and "weights" not in original.arrays:
+            result.bound *= float(scales[i])
+    return natural
