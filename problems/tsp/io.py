@@ -455,3 +455,11 @@ def read_dataset(path: str | os.PathLike) -> Dataset:
 def metric_cost(instance: dict[str, np.ndarray], tour: list[int], metric: str) -> int | float:
     """The tour's length in a library metric (the file's `weights` when it has them)."""
     return tsplib_length(instance["coords"], tour, metric, instance.get("weights"))
+
+
+def write_tsplib_tour(path: str | os.PathLike, tour: list[int] | np.ndarray, name: str) -> None:
+    """Write a 0-based tour as a TSPLIB .tour file (1-based ids, -1 terminator)."""
+    ids = "\n".join(str(int(i) + 1) for i in tour)
+    Path(path).write_text(
+        f"NAME : {name}\nTYPE : TOUR\nDIMENSION : {len(tour)}\nTOUR_SECTION\n{ids}\n-1\nEOF\n"
+    )
