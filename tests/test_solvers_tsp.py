@@ -144,3 +144,19 @@ def test_lkh_without_elkai_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "elkai", None)
     with pytest.raises(ImportError, match=r"pip install 'nco\[lkh\]'"):
         solve_lkh({"coords": np.random.default_rng(0).uniform(size=(5, 2))}, 1.0, 0)
+
+
+def test_exact_without_elkai_starts_from_two_opt(monkeypatch) -> None:
+    """The exact solver needs no LKH-3: a 2-opt incumbent gives the same proven optimum."""
+    import sys
+
+    from problems.tsp.solvers import _two_opt_tour
+
+    square = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # NN order crosses
+    assert tour_length(square, _two_opt_tour(square)) == pytest.approx(4.0)
+    coords = np.random.default_rng(5).uniform(size=(30, 2))
+    with_lkh = solve_exact({"coords": coords}, 30.0, 0)
+    monkeypatch.setitem(sys.modules, "elkai", None)
+    without = solve_exact({"coords": coords}, 30.0, 0)
+    assert without.optimal and with_lkh.optimal
+    assert without.cost == pytest.approx(with_lkh.cost, rel=1e-9)

@@ -129,6 +129,38 @@ def _lkh_tour(
     return _rotate_to_zero(tour)
 
 
+def _two_opt_tour(coords: np.ndarray) -> list[int]:
+    """Nearest-neighbour tour from node 0 improved by 2-opt to a local optimum (no LKH-3)."""
+    n = len(coords)
+    dist = distance_matrix(coords)
+    tour, left = [0], set(range(1, n))
+    while left:
+        nxt = min(left, key=lambda k: dist[tour[-1], k])
+        tour.append(nxt)
+        left.remove(nxt)
+    t = np.array(tour)
+    while n > 3:
+        a, b = t, np.roll(t, -1)  # edge i is (a[i], b[i])
+        delta = dist[a[:, None], a[None, :]] + dist[b[:, None], b[None, :]]
+        delta -= (dist[a, b][:, None] + dist[a, b][None, :])
+        delta = np.triu(delta, 2)  # i < j - 1: non-adjacent edges
+        i, j = np.unravel_index(np.argmin(delta), delta.shape)
+        if delta[i, j] > -1e-12:
+            break
+        t[i + 1 : j + 1] = t[i + 1 : j + 1][::-1].copy()
+    return _rotate_to_zero(t.tolist())
+
+
+def _incumbent(coords: np.ndarray, seed: int, weights: np.ndarray | None = None) -> list[int]:
+    """The exact solver's first tour: LKH-3 (on `weights` when given) where elkai is installed,
+    else 2-opt on the coordinates (any tour is a valid incumbent)."""
+    try:
+        import elkai  # noqa: F401
+    except ImportError:
+        return _two_opt_tour(coords)
+    return _lkh_tour(coords, seed, runs=1, time_limit=None, weights=weights)
+
+
 def solve_lkh(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
     """LKH-3 through elkai with `LKH_RUNS` runs; `time_limit` bounds the search phase only.
 
@@ -336,10 +368,11 @@ def solve_exact(instance: dict[str, np.ndarray], time_limit: float, seed: int) -
     """Branch-and-cut with lazy DFJ subtour cuts on OR-Tools' MIP (CBC), exact float64 costs
     (the instance's `weights` when it has them).
 
-    An LKH-3 tour is the incumbent. The subtour LP (GLOP, cuts from components and min-cut
-    phases) gives a bound and reduced costs; edges whose reduced cost proves them worse than the
-    incumbent are dropped. The MIP over the rest is then re-solved, adding a cut per subtour of
-    its solution, until it is one tour. On timeout the incumbent is returned with the best bound.
+    An LKH-3 tour (2-opt without the optional elkai) is the incumbent. The subtour LP (GLOP,
+    cuts from components and min-cut phases) gives a bound and reduced costs; edges whose
+    reduced cost proves them worse than the incumbent are dropped. The MIP over the rest is then
+    re-solved, adding a cut per subtour of its solution, until it is one tour. On timeout the
+    incumbent is returned with the best bound.
     """
     coords = instance_coords(instance)
     weights = instance_weights(instance)
@@ -347,7 +380,7 @@ def solve_exact(instance: dict[str, np.ndarray], time_limit: float, seed: int) -
     deadline = _Deadline(time_limit)
     n = len(coords)
     dist = distance_matrix(coords) if weights is None else np.asarray(weights, np.float64)
-    tour = _lkh_tour(coords, seed, runs=1, time_limit=None, weights=weights)
+    tour = _incumbent(coords, seed, weights)
     best = _length(coords, weights, tour)
     iu, ju = np.triu_indices(n, 1)
 
