@@ -1,10 +1,24 @@
-"""AlphaZero-style residual policy network for Gomoku (paper C.4, LightZero's AlphaZero model).
+"""AlphaZero residual policy network for Gomoku, in LightZero's form (paper C.4).
 
-Input: two planes from a `GomokuState` board (the stones of the player to move, the opponent's
-stones). Body: a 3x3 convolution stem and `blocks` residual blocks of two 3x3 convolutions, with
-batch norm and ReLU. Policy head (AlphaZero): a 1x1 convolution to `head_channels`, batch norm,
-ReLU and a linear layer to one logit per cell. The linear head ties the net to one board size.
-Batch norm makes outputs depend on the batch in training mode; decode in eval mode.
+The authors' Gomoku model is LightZero's AlphaZero net (reference code
+`modules/alphazero/alphazero_model.py`, with `num_res_blocks=1, num_channels=32` and its
+defaults otherwise). nco builds the same policy path:
+
+- input: two planes from a `GomokuState` board (the stones of the player to move, the
+  opponent's stones);
+- representation: a 3x3 convolution (no bias) to `channels`, batch norm, ReLU, then `blocks`
+  residual blocks;
+- prediction: `prediction_blocks` further residual blocks, then the policy head: a 1x1
+  convolution (with bias) to `head_channels`, batch norm, ReLU, flatten, and an MLP: a linear
+  layer to `head_hidden` units, LayerNorm, ReLU, and a last linear layer to one logit per cell,
+  zero-initialised (`zero_init`), so an untrained net plays uniformly.
+
+A residual block is two 3x3 convolutions (no bias) with batch norm, a ReLU between them and
+relu(x + f(x)) at the end. LightZero's value head is left out: nothing in nco reads it and it
+does not change the logits. nco's earlier form (one block in all, a 2-channel head and one
+linear layer) is `prediction_blocks=0, head_channels=2, head_hidden=0, zero_init=False`
+(configs/model/gomoku_net_v0.yaml). The linear layers tie the net to one board size. Batch
+norm makes outputs depend on the batch in training mode; decode in eval mode.
 """
 
 from __future__ import annotations
@@ -15,10 +29,10 @@ from torch import nn
 from problems.gomoku.types import GomokuState
 
 
-def _conv_bn(cin: int, cout: int, kernel: int) -> nn.Sequential:
-    """Convolution (same padding, no bias) followed by batch norm."""
+def _conv_bn(cin: int, cout: int, kernel: int, bias: bool = False) -> nn.Sequential:
+    """Convolution (same padding) followed by batch norm."""
     return nn.Sequential(
-        nn.Conv2d(cin, cout, kernel, padding=kernel // 2, bias=False), nn.BatchNorm2d(cout)
+        nn.Conv2d(cin, cout, kernel, padding=kernel // 2, bias=bias), nn.BatchNorm2d(cout)
     )
 
 
@@ -42,29 +56,62 @@ class GomokuNet(nn.Module):
     ----------
     board_size
         N; must match the environment's board.
-    channels, blocks
-        Width and number of residual blocks of the body (LightZero's Gomoku setting: 32, 1).
+    channels
+        Width of the residual trunk (LightZero's Gomoku setting: 32).
+    blocks, prediction_blocks
+        Residual blocks of the representation and of the prediction part (LightZero: 1 and 1).
     head_channels
-        Channels of the policy head's 1x1 convolution (AlphaZero uses 2).
+        Channels of the policy head's 1x1 convolution (LightZero: 16).
+    head_hidden
+        Hidden units of the policy MLP (LightZero: 32, with LayerNorm); 0: a single linear
+        layer from the flattened head to the logits.
+    zero_init
+        Zero the last linear layer's weight and bias (LightZero: True).
     """
 
     def __init__(
-        self, board_size: int = 9, channels: int = 32, blocks: int = 1, head_channels: int = 2
+        self,
+        board_size: int = 9,
+        channels: int = 32,
+        blocks: int = 1,
+        prediction_blocks: int = 1,
+        head_channels: int = 16,
+        head_hidden: int = 32,
+        zero_init: bool = True,
     ) -> None:
         super().__init__()
         for name, value, least in (
             ("board_size", board_size, 5),
             ("channels", channels, 1),
             ("blocks", blocks, 0),
+            ("prediction_blocks", prediction_blocks, 0),
             ("head_channels", head_channels, 1),
+            ("head_hidden", head_hidden, 0),
         ):
             if value < least:
                 raise ValueError(f"GomokuNet: expected {name} >= {least}, got {value}.")
         self.board_size = board_size
+        cells = board_size**2
         self.stem = nn.Sequential(_conv_bn(2, channels, 3), nn.ReLU())
         self.body = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
-        self.head = nn.Sequential(_conv_bn(channels, head_channels, 1), nn.ReLU(), nn.Flatten())
-        self.logits = nn.Linear(head_channels * board_size**2, board_size**2)
+        self.prediction = nn.Sequential(
+            *(ResidualBlock(channels) for _ in range(prediction_blocks))
+        )
+        bias = head_hidden > 0  # LightZero's head convolution has a bias; nco's earlier had none
+        self.head = nn.Sequential(
+            _conv_bn(channels, head_channels, 1, bias=bias), nn.ReLU(), nn.Flatten()
+        )
+        if head_hidden > 0:
+            self.mlp = nn.Sequential(
+                nn.Linear(head_channels * cells, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU()
+            )
+            self.logits = nn.Linear(head_hidden, cells)
+        else:
+            self.mlp = nn.Identity()
+            self.logits = nn.Linear(head_channels * cells, cells)
+        if zero_init:
+            nn.init.zeros_(self.logits.weight)
+            nn.init.zeros_(self.logits.bias)
 
     def planes(self, state: GomokuState) -> torch.Tensor:
         """Float (B, 2, N, N) in the model's dtype: own stones, opponent stones."""
@@ -79,5 +126,5 @@ class GomokuNet(nn.Module):
 
     def forward(self, state: GomokuState) -> torch.Tensor:
         """Logits (B, N * N), one per cell (occupied cells are left for the decoder to mask)."""
-        x = self.body(self.stem(self.planes(state)))
-        return self.logits(self.head(x))
+        x = self.prediction(self.body(self.stem(self.planes(state))))
+        return self.logits(self.mlp(self.head(x)))

@@ -10,7 +10,6 @@ processes, each with the per-instance time limit.
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable
@@ -20,26 +19,18 @@ import hydra
 import numpy as np
 from omegaconf import DictConfig
 
-from nco.datasets import PROBLEMS, Dataset, load_dataset
+from nco.datasets import Dataset, load_datasets
 from nco.paths import CONFIG_DIR
 from nco.progress import progress_bar
+from nco.registry import get_problem
 from nco.results import Results, format_table, write_results
+from nco.scoring import rescore
 from nco.solver import Solver, SolverResult
 
 
 def get_solver(problem: str, name: str) -> Solver:
-    """`SOLVERS[name]` of `problems.<problem>.solvers`, with a clear error for unknown names."""
-    if problem not in PROBLEMS:
-        raise ValueError(f"Expected problem in {PROBLEMS}, got {problem!r}.")
-    try:
-        module = importlib.import_module(f"problems.{problem}.solvers")
-    except ImportError as err:
-        raise ValueError(f"Solvers for {problem} need problems.{problem}.solvers ({err}).") from err
-    if name not in module.SOLVERS:
-        raise ValueError(
-            f"Unknown {problem} solver {name!r}; expected one of {sorted(module.SOLVERS)}."
-        )
-    return module.SOLVERS[name]
+    """The registered problem's solver `name`, with a clear error for unknown names."""
+    return get_problem(problem).solver(name)
 
 
 def solve_one(task: tuple[str, str, int, dict[str, np.ndarray], float, int]) -> SolverResult:
@@ -141,37 +132,53 @@ def run(cfg: DictConfig) -> Results:
         raise ValueError(f"nco-baseline: expected time_limit > 0, got {cfg.time_limit}.")
     problem = problem_name(cfg.problem)
     get_solver(problem, cfg.solver)
-    original = load_dataset(cfg.data, problem).head(cfg.get("limit"))
     # Solvers work on the unit square (LKH and OR-Tools scale to integers, LKH overflows on
-    # raw library coordinates); costs and bounds go back to the file's units.
-    dataset, scales = original.unit_square()
+    # raw library coordinates); library files also carry their own distances (`weights`), which
+    # the solvers optimise. Costs are rescored on the original instances (nco.scoring): a
+    # library file's metric first, the Euclidean length in info.euclidean_costs. A folder of
+    # library files is one dataset per file.
+    originals = [d.head(cfg.get("limit")) for d in load_datasets(cfg.data, problem)]
     start = time.perf_counter()
-    solved = solve_all(dataset, cfg.solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers))
-    for i, scale in enumerate(scales):
-        if scale != 1:
-            r = solved[i]
-            r.cost *= scale
-            r.bound = None if r.bound is None else r.bound * scale
+    ordered, natural = [], []
+    for original in originals:
+        dataset, scales = original.unit_square()
+        solved = solve_all(
+            dataset, cfg.solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers)
+        )
+        solved = {i: solved[i] for i in range(len(dataset))}
+        natural += rescore(original, scales, solved)
+        ordered += list(solved.values())
     wall = time.perf_counter() - start
-    ordered = [solved[i] for i in range(len(dataset))]
+    dataset = originals[0]
     failed = [i for i, r in enumerate(ordered) if not np.isfinite(r.cost)]
     if failed:
         raise RuntimeError(
             f"nco-baseline: {cfg.solver} found no solution for instances {failed[:10]} "
             f"(status {ordered[failed[0]].status}); raise time_limit."
         )
+    references = None
+    if any(d.references is not None for d in originals):
+        references = [
+            r
+            for d in originals
+            for r in (list(d.references) if d.references is not None else [None] * len(d))
+        ]
+    names = None
+    if all(d.names is not None for d in originals):
+        names = [n for d in originals for n in d.names]
+    metrics = [d.metric or "EUCLIDEAN" for d in originals for _ in range(len(d))]
     proven = [r.optimal for r in ordered if r.optimal is not None]
     bounds = [r.bound for r in ordered]
     results = Results(
         problem=problem,
-        dataset=dataset.name,
+        dataset=dataset.name if len(originals) == 1 else str(cfg.data),
         method=str(cfg.solver),
         objectives=[r.cost for r in ordered],
-        references=None if dataset.references is None else list(dataset.references),
+        references=references,
         wall_time_s=wall,
         solutions=[r.solution for r in ordered] if cfg.save_solutions else None,
         times_s=[r.time_s for r in ordered],
-        names=dataset.names,
+        names=names,
         info={
             "time_limit": float(cfg.time_limit),
             "seed": int(cfg.seed),
@@ -179,6 +186,11 @@ def run(cfg: DictConfig) -> Results:
             "reference_source": dataset.reference_source,
             "proven_optimal": sum(proven) if proven else None,
             "bounds": bounds if any(b is not None for b in bounds) else None,
+            **(
+                {"metrics": metrics, "euclidean_costs": natural}
+                if any(d.metric for d in originals)
+                else {}
+            ),
         },
     )
     print(format_table(results))

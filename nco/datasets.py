@@ -4,13 +4,18 @@ A `Dataset` holds the arrays of DESIGN.md's `.npz` layout (TSP `coords`; CVRP `d
 `demands`, `capacity`; JSSP `durations`, `machines`) with a leading instance dimension, plus
 per-instance reference costs. Named sets:
 
+Named sets belong to the problems (their descriptors in `problems/<p>/problem.py` declare them;
+this module names none):
+
 - `kool:{tsp,cvrp}{20,50,100}_{test,val}`: Kool et al.'s 10,000-instance sets, regenerated bit
   for bit from numpy legacy seeds 1234 (test) / 4321 (val) and cached in data/generated/.
-- `bq:tsp{200,500}` (seed 777) and `lehd:cvrp{200,500}` (seeds 12345 / 1234): the 128-instance
-  generalization sets, also regenerated bit for bit; their published references (optimal tours,
-  LKH-3) are read from ../shared/data/reference/ when that folder exists.
+- `bq:tsp{200,500,1000}` (seed 777) and `lehd:cvrp{200,500,1000}` (seeds 12345 / 1234 / 1234):
+  the 128-instance generalization sets, also regenerated bit for bit; their published
+  references (optimal tours, LKH-3) are read from ../shared/data/reference/ when it exists.
 - `taillard:ta01` ... `taillard:ta80` or a size such as `taillard:15x15`, with best-known upper
   bounds as references.
+
+A folder of library files (`.tsp`, `.vrp`) is one dataset per file (`load_datasets`).
 
 References computed by scripts/compute_references.py live in data/references/ and may cover only
 some instances: `references` is then NaN for the others, and gaps are taken where present. When
@@ -23,7 +28,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -31,29 +35,34 @@ from pathlib import Path
 
 import numpy as np
 
+from nco.registry import get_problem, load_plugins, problem_names
+
 REPO = Path(__file__).resolve().parents[1]
 GENERATED_DIR = REPO / "data" / "generated"
 REFERENCES_DIR = REPO / "data" / "references"
 SHARED_REFERENCE_DIR = REPO / ".." / "shared" / "data" / "reference"
 
-PROBLEMS = ("tsp", "cvrp", "jssp")
-FIELDS = {
-    "tsp": ("coords",),
-    "cvrp": ("depot", "locs", "demands", "capacity"),
-    "jssp": ("durations", "machines"),
-}
-COORD_FIELDS = {"tsp": ("coords",), "cvrp": ("depot", "locs")}  # routing coordinates
-KOOL_SIZES = (20, 50, 100)
-KOOL_SPLIT_SEEDS = {"test": 1234, "val": 4321}
-KOOL_NUM = 10_000
-CVRP_CAPACITY = {10: 20, 20: 30, 50: 40, 100: 50, 200: 80, 500: 100, 1000: 250}
-GENERALIZATION_SETS = {  # name: (problem, size, numpy legacy seed, shared reference file)
-    "bq:tsp200": ("tsp", 200, 777, "tsp200_bq_128.npz"),
-    "bq:tsp500": ("tsp", 500, 777, "tsp500_bq_128.npz"),
-    "lehd:cvrp200": ("cvrp", 200, 12345, "cvrp200_128.npz"),
-    "lehd:cvrp500": ("cvrp", 500, 1234, "cvrp500_128.npz"),
-}
-GENERALIZATION_NUM = 128
+
+def __getattr__(name: str) -> list[str]:
+    """`PROBLEMS`: the registered problems that have dataset fields (read from the registry)."""
+    if name == "PROBLEMS":
+        return [p for p in problem_names() if get_problem(p).fields]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratedSet:
+    """A named set regenerated bit for bit on demand (and cached), declared by its problem.
+
+    `shared_file` names a file of ../shared/data/reference/ whose `shared_field` holds published
+    per-instance references (`shared_source` describes them); it is read when present.
+    """
+
+    problem: str
+    generate: Callable[[], dict[str, np.ndarray]]
+    shared_file: str | None = None
+    shared_field: str = "tour_lengths"
+    shared_source: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +70,9 @@ class Dataset:
     """Instances of one problem as arrays with a leading instance dimension, and references.
 
     `references` is float64 (N,), NaN where an instance has no reference, or None when none has.
+    `metric` names a library file's own cost metric (TSPLIB EDGE_WEIGHT_TYPE such as "EUC_2D");
+    costs and references are then in that metric, and `weights` [N, n, n] (when present) holds
+    its distances for the solvers. None means the problem's natural cost (Euclidean length).
     """
 
     problem: str
@@ -69,11 +81,13 @@ class Dataset:
     references: np.ndarray | None = None
     reference_source: str | None = None
     names: list[str] | None = None
+    metric: str | None = None
 
     def __post_init__(self) -> None:
-        if self.problem not in PROBLEMS:
-            raise ValueError(f"{self.name}: expected problem in {PROBLEMS}, got {self.problem!r}.")
-        missing = [f for f in FIELDS[self.problem] if f not in self.arrays]
+        fields = get_problem(self.problem).fields
+        if not fields:
+            raise ValueError(f"{self.name}: problem {self.problem} has no dataset fields.")
+        missing = [f for f in fields if f not in self.arrays]
         if missing:
             raise ValueError(f"{self.name}: missing fields {missing} for problem {self.problem}.")
         sizes = {k: len(v) for k, v in self.arrays.items()}
@@ -95,8 +109,10 @@ class Dataset:
         into it by (x - min) / scale, one scale for both axes (policies are trained on the unit
         square); other instances and problems are unchanged. Returns it and the per-instance
         scale (1 where unchanged), by which lengths computed on it convert back to file units.
+        The coordinate fields are the problem descriptor's `coord_fields`; `weights` (a library
+        file's own distances) are left as they are.
         """
-        fields = COORD_FIELDS.get(self.problem, ())
+        fields = get_problem(self.problem).coord_fields
         scales = np.ones(len(self))
         if not fields:
             return self, scales
@@ -151,63 +167,36 @@ def checksum(arrays: dict[str, np.ndarray]) -> str:
     return digest.hexdigest()
 
 
-def kool_tsp(num: int, size: int, seed: int) -> dict[str, np.ndarray]:
-    """Kool et al.'s TSP generator: `np.random.seed(seed); uniform(size=(num, size, 2))`."""
-    rng = np.random.RandomState(seed)
-    return {"coords": rng.uniform(size=(num, size, 2))}
-
-
-def kool_cvrp(num: int, size: int, seed: int, capacity: int | None = None) -> dict[str, np.ndarray]:
-    """Kool et al.'s CVRP generator: depots, then locations, then demands randint(1, 10).
-
-    The capacity defaults to the standard one for `size` (50 for 100 customers).
-    """
-    if capacity is None:
-        if size not in CVRP_CAPACITY:
-            raise ValueError(f"No standard CVRP capacity for {size} customers; pass capacity.")
-        capacity = CVRP_CAPACITY[size]
-    rng = np.random.RandomState(seed)
-    depot = rng.uniform(size=(num, 2))
-    locs = rng.uniform(size=(num, size, 2))
-    demands = rng.randint(1, 10, size=(num, size)).astype(np.int64)
-    return {
-        "depot": depot,
-        "locs": locs,
-        "demands": demands,
-        "capacity": np.full(num, capacity, dtype=np.int64),
-    }
+def _generated_sets() -> dict[str, GeneratedSet]:
+    """Every problem's generated named sets, by name."""
+    load_plugins()
+    sets: dict[str, GeneratedSet] = {}
+    for name in problem_names():
+        sets.update(get_problem(name).generated_sets())
+    return sets
 
 
 def named_sets() -> list[str]:
-    """Every named set except Taillard's (`taillard:ta01`..`ta80`, `taillard:JxM`)."""
-    kool = [
-        f"kool:{p}{n}_{split}"
-        for p in ("tsp", "cvrp")
-        for n in KOOL_SIZES
-        for split in KOOL_SPLIT_SEEDS
-    ]
-    return kool + list(GENERALIZATION_SETS)
+    """Every generated named set of the registered problems (not Taillard's `taillard:<spec>`)."""
+    return list(_generated_sets())
 
 
-def _parse_named(name: str) -> tuple[str, int, int, int]:
-    """Problem, size, seed and instance count of a generated named set."""
-    match = re.fullmatch(r"kool:(tsp|cvrp)(\d+)_(test|val)", name)
-    if match and int(match.group(2)) in KOOL_SIZES:
-        seed = KOOL_SPLIT_SEEDS[match.group(3)]
-        return match.group(1), int(match.group(2)), seed, KOOL_NUM
-    if name in GENERALIZATION_SETS:
-        problem, size, seed, _ = GENERALIZATION_SETS[name]
-        return problem, size, seed, GENERALIZATION_NUM
-    raise ValueError(
-        f"Unknown dataset {name!r}; expected one of {named_sets()} or taillard:<spec>."
-    )
+def _generated(name: str) -> GeneratedSet:
+    sets = _generated_sets()
+    if name not in sets:
+        raise ValueError(f"Unknown dataset {name!r}; expected one of {list(sets)}{_hints()}.")
+    return sets[name]
+
+
+def _hints() -> str:
+    hints = [get_problem(p).dataset_hint for p in problem_names() if get_problem(p).dataset_hint]
+    return f" or {', '.join(hints)}" if hints else ""
 
 
 def generate_named(name: str) -> tuple[str, dict[str, np.ndarray]]:
-    """Problem and arrays of a generated named set (Kool or generalization set)."""
-    problem, size, seed, num = _parse_named(name)
-    make = kool_tsp if problem == "tsp" else kool_cvrp
-    return problem, make(num, size, seed)
+    """Problem and arrays of a generated named set."""
+    spec = _generated(name)
+    return spec.problem, spec.generate()
 
 
 def cache_path(name: str, cache_dir: Path | None = None) -> Path:
@@ -231,17 +220,19 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray], compress: bool = False) 
 
 def _cached(name: str, cache_dir: Path | None) -> tuple[str, dict[str, np.ndarray]]:
     """A generated named set from the cache, generating (and caching) it when missing."""
+    spec = _generated(name)
     path = cache_path(name, cache_dir)
+    fields = get_problem(spec.problem).fields
     if path.is_file():
-        problem = _parse_named(name)[0]
         with np.load(path, allow_pickle=False) as data:
-            return problem, {k: data[k] for k in FIELDS[problem]}
-    problem, arrays = generate_named(name)
+            if set(fields) <= set(data.files):
+                return spec.problem, {k: data[k] for k in fields}
+    arrays = spec.generate()
     try:
         save_npz(path, arrays)
     except OSError as err:
         warnings.warn(f"Could not cache {name} at {path}: {err}", stacklevel=3)
-    return problem, arrays
+    return spec.problem, arrays
 
 
 def reference_manifest(references_dir: Path | None = None) -> list[dict]:
@@ -249,7 +240,13 @@ def reference_manifest(references_dir: Path | None = None) -> list[dict]:
     path = Path(references_dir or REFERENCES_DIR) / "manifest.json"
     if not path.is_file():
         return []
-    return json.loads(path.read_text())["entries"]
+    entries = json.loads(path.read_text()).get("entries")
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("dataset"), str) and isinstance(e.get("file"), str)
+        for e in entries
+    ):
+        raise ValueError(f"{path}: field 'entries' expected a list of {{dataset, file, ...}}.")
+    return entries
 
 
 def project_references(
@@ -262,6 +259,11 @@ def project_references(
         if entry["dataset"] != name:
             continue
         path = ref_dir / entry["file"]
+        if Path(entry["file"]).name != entry["file"]:
+            raise ValueError(
+                f"{ref_dir / 'manifest.json'}: field 'file' expected a file name in the folder, "
+                f"got {entry['file']!r}."
+            )
         if not path.is_file():
             raise ValueError(f"{ref_dir / 'manifest.json'}: lists {entry['file']}, not found.")
         with np.load(path, allow_pickle=False) as data:
@@ -271,7 +273,9 @@ def project_references(
         refs[idx[keep]] = costs[keep]
         proven = entry.get("proven_optimal")
         status = f", {proven} proven optimal" if proven is not None else ""
-        found.append((refs, f"{entry['solver']} on {len(idx)} instances{status} ({entry['file']})"))
+        found.append(
+            (refs, f"{entry.get('solver')} on {len(idx)} instances{status} ({entry['file']})")
+        )
     return found
 
 
@@ -286,92 +290,92 @@ def _merge(sources: list[tuple[np.ndarray, str]]) -> tuple[np.ndarray | None, st
     return merged, "; ".join(desc for _, desc in sources)
 
 
-def _shared_references(name: str, num: int) -> list[tuple[np.ndarray, str]]:
-    problem, _, _, file = GENERALIZATION_SETS[name]
-    path = SHARED_REFERENCE_DIR / file
+def _shared_references(name: str, spec: GeneratedSet, num: int) -> list[tuple[np.ndarray, str]]:
+    if spec.shared_file is None:
+        return []
+    path = SHARED_REFERENCE_DIR / spec.shared_file
     if not path.is_file():
         warnings.warn(
             f"{name}: reference file {path} not found; no published references.", stacklevel=3
         )
         return []
     with np.load(path, allow_pickle=False) as data:
-        refs = data["tour_lengths"].astype(np.float64)[:num]
-    solver = "Concorde optimal tours (BQ-NCO)" if problem == "tsp" else "LKH-3 (LEHD)"
-    return [(refs, f"{solver}, ../shared/data/reference/{file}")]
+        refs = data[spec.shared_field].astype(np.float64)[:num]
+    return [(refs, f"{spec.shared_source}, ../shared/data/reference/{spec.shared_file}")]
 
 
-def _taillard(spec: str) -> Dataset:
-    try:
-        from problems.jssp.taillard import taillard_group
-    except ImportError as err:
-        raise ValueError(f"taillard:{spec} needs problems.jssp.taillard ({err}).") from err
-    instances, names, upper = taillard_group(spec)
-    durations = instances.durations.cpu().numpy()
-    if np.array_equal(durations, np.rint(durations)):
-        durations = durations.astype(np.int64)
-    arrays = {"durations": durations, "machines": instances.machines.cpu().numpy()}
-    refs = upper.cpu().numpy().astype(np.float64)
-    source = "best-known upper bounds, data/jssp/taillard_bounds.csv"
-    return Dataset("jssp", f"taillard:{spec}", arrays, refs, source, names)
-
-
-def _file_loader(problem: str) -> Callable:
-    """The problem's reader of dataset files, imported on demand."""
-    try:
-        if problem == "tsp":
-            from problems.tsp.io import load_tsp
-
-            return load_tsp
-        if problem == "cvrp":
-            from problems.cvrp.io import load_cvrp
-
-            return load_cvrp
-        from problems.jssp.io import read_npz, read_orlib, read_taillard
-    except ImportError as err:
-        raise ValueError(f"Reading {problem} files needs problems.{problem}.io ({err}).") from err
-
-    def load_jssp(path: Path) -> tuple:
-        if path.suffix.lower() == ".npz":
-            instances, refs, _ = read_npz(path)
-            return instances, refs
-        text = path.read_text().lower()
-        return (read_taillard(path) if "nb of jobs" in text else read_orlib(path)), None
-
-    return load_jssp
-
-
-def _infer_problem(path: Path) -> str:
-    """tsp / cvrp / jssp from the fields of an .npz file."""
-    if path.suffix.lower() != ".npz":
-        raise ValueError(f"{path}: pass problem= for files other than .npz.")
+def npz_reference_source(path: Path) -> str | None:
+    """The `reference_source` string stored in an .npz file, if any."""
     with np.load(path, allow_pickle=False) as data:
-        files = set(data.files)
-    if "coords" in files:
-        return "tsp"
-    if {"depot", "locs"} <= files or "nodes" in files:
-        return "cvrp"
-    if "locs" in files:  # rl4co's TSP files
-        return "tsp"
-    if "durations" in files:
-        return "jssp"
-    raise ValueError(f"{path}: cannot tell the problem from fields {sorted(files)}.")
+        return str(data["reference_source"]) if "reference_source" in data.files else None
 
 
-def _load_file(path: Path, problem: str | None) -> Dataset:
-    problem = problem or _infer_problem(path)
-    if problem not in PROBLEMS:
-        raise ValueError(f"{path}: expected problem in {PROBLEMS}, got {problem!r}.")
-    instances, refs = _file_loader(problem)(path)
-    arrays = {field: getattr(instances, field).detach().cpu().numpy() for field in FIELDS[problem]}
-    source = None
-    if refs is not None:
-        refs = np.asarray(refs, dtype=np.float64)
-        source = path.name
-        if path.suffix.lower() == ".npz":
-            with np.load(path, allow_pickle=False) as data:
-                if "reference_source" in data.files:
-                    source = str(data["reference_source"])
-    return Dataset(problem, str(path), arrays, refs, source)
+def _reader(path: Path, problem: str | None) -> str:
+    """The problem whose reader takes `path`: `problem`, else by suffix / .npz fields."""
+    if problem is not None:
+        if get_problem(problem).read is None:
+            raise ValueError(f"{path}: problem {problem} has no dataset files.")
+        return problem
+    suffix = path.suffix.lower()
+    keys: set[str] = set()
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as data:
+            keys = set(data.files)
+    found = []
+    for name in problem_names():
+        spec = get_problem(name)
+        if spec.read is None:
+            continue
+        if suffix == ".npz" and spec.recognise is not None and spec.recognise(keys):
+            found.append(name)
+        elif suffix != ".npz" and suffix in spec.suffixes:
+            found.append(name)
+    if len(found) == 1:
+        return found[0]
+    if suffix == ".npz":
+        raise ValueError(
+            f"{path}: cannot tell the problem from fields {sorted(keys)}"
+            + (f" (it fits {found})." if found else "; pass problem=.")
+        )
+    raise ValueError(f"{path}: pass problem= for files ending in {suffix!r}.")
+
+
+def library_files(data: str | os.PathLike, problem: str | None = None) -> list[Path] | None:
+    """The library files a folder `data=` holds (each its own instance), or None if no folder.
+
+    Library files are those ending in a problem's `library_suffixes` (.tsp, .vrp); `problem`
+    restricts them to that problem's and refuses other library files in the folder.
+    """
+    path = Path(data)
+    if not path.is_dir():
+        return None
+    owners = {
+        suffix: name for name in problem_names() for suffix in get_problem(name).library_suffixes
+    }
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in owners)
+    if not files:
+        raise ValueError(f"data={path}: the folder holds no library files ({sorted(owners)}).")
+    kinds = {owners[f.suffix.lower()] for f in files}
+    wanted = problem or (kinds.pop() if len(kinds) == 1 else None)
+    if wanted is None:
+        raise ValueError(f"data={path}: the folder mixes problems; pass problem=.")
+    wrong = [f.name for f in files if owners[f.suffix.lower()] != wanted]
+    if wrong:
+        raise ValueError(f"data={path}: {wrong} are not {wanted} files.")
+    return files
+
+
+def load_datasets(
+    data: str | os.PathLike,
+    problem: str | None = None,
+    cache_dir: Path | None = None,
+    references_dir: Path | None = None,
+) -> list[Dataset]:
+    """`data=` as datasets: one per library file of a folder, else the one `load_dataset` gives."""
+    files = library_files(data, problem)
+    if files is None:
+        return [load_dataset(data, problem, cache_dir, references_dir)]
+    return [load_dataset(f, problem) for f in files]
 
 
 def load_dataset(
@@ -380,30 +384,61 @@ def load_dataset(
     cache_dir: Path | None = None,
     references_dir: Path | None = None,
 ) -> Dataset:
-    """Resolve `data=`: a named set (see the module docstring) or a dataset file.
+    """Resolve `data=`: a named set of a registered problem or a dataset file.
 
-    `problem`, when given, must match the set; for files it picks the reader (.npz files are
-    recognised by their fields). Generated sets are cached in `cache_dir` (data/generated/).
+    `problem`, when given, must match the set; for files it picks the reader (others are found
+    by suffix, .npz files by their fields). Generated sets are cached in `cache_dir`
+    (data/generated/); their references come from ../shared/data/reference/ (published) and
+    data/references/ (computed by scripts/compute_references.py), the smallest per instance.
     """
     text = str(data)
-    if text.startswith("taillard:"):
-        dataset = _taillard(text.split(":", 1)[1])
-    elif re.match(r"^(kool|bq|lehd):", text):
+    path = Path(text)
+    if path.is_file():
+        return get_problem(_reader(path, problem)).read(path)
+    dataset = None
+    if text in _generated_sets():
         kind, arrays = _cached(text, cache_dir)
         num = len(next(iter(arrays.values())))
-        sources = project_references(text, num, references_dir)
-        if text in GENERALIZATION_SETS:
-            sources = _shared_references(text, num) + sources
+        sources = _shared_references(text, _generated(text), num)
+        sources += project_references(text, num, references_dir)
         refs, source = _merge(sources)
         dataset = Dataset(kind, text, arrays, refs, source)
-    else:
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError(
-                f"data={text!r} is neither a file nor a named set ({', '.join(named_sets())}, "
-                "taillard:ta01, taillard:15x15)."
-            )
-        return _load_file(path, problem)
+    elif ":" in text:
+        for name in problem_names():
+            loader = get_problem(name).dataset
+            dataset = loader(text) if loader is not None else None
+            if dataset is not None:
+                break
+    if dataset is None:
+        kind = "Unknown dataset" if ":" in text else "Neither a file nor a named set:"
+        raise ValueError(
+            f"{kind} data={text!r}; expected a file, a folder of library files or a named set "
+            f"({', '.join(named_sets())}{_hints().replace(' or ', ', ')})."
+        )
     if problem is not None and problem != dataset.problem:
         raise ValueError(f"data={text!r} is a {dataset.problem} set, not {problem}.")
     return dataset
+
+
+BEST_KNOWN_TABLES = ("bestSolutions.txt", "best_known.csv", "best_known.txt", "solutions")
+
+
+def best_known(file: Path, name: str) -> tuple[float, str] | None:
+    """The best-known cost of library instance `name` from a table beside `file`, with its source.
+
+    A table is one of `BEST_KNOWN_TABLES` in the file's folder, one instance per line as
+    `name value`, `name,value` or `name : value` (TSPLIB's `solutions` file; a trailing
+    bracketed note such as "(opt)" is ignored); lines whose value is no number are skipped.
+    """
+    for table in BEST_KNOWN_TABLES:
+        path = file.parent / table
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            tokens = line.replace(",", " ").replace(":", " ").split()
+            if len(tokens) >= 2 and tokens[0] in (name, file.stem):
+                try:
+                    return float(tokens[1]), path.name
+                except ValueError:
+                    continue
+    return None

@@ -28,18 +28,18 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from nco import checkpoint
-from nco.baseline import problem_name
-from nco.datasets import Dataset, load_dataset
+from nco.datasets import Dataset, load_datasets
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
-from nco.library_eval import evaluate_files, library_files
 from nco.paths import CONFIG_DIR
+from nco.problem import Problem
 from nco.progress import progress_bar
+from nco.registry import get_problem, problem_of_env
 from nco.results import Results, format_table, write_results
+from nco.scoring import score
 
 PRECISIONS = ("fp32", "bf16")
-ROUTING = ("tsp", "cvrp")
-AUTO_KNN = 250  # routing policies attend to the 250 nearest nodes on larger instances (BQ, D.3.3)
+KNN_OFF = ("none", "off", "false", "0")
 
 
 def check_checkpoint(path: str | None, command: str) -> Path:
@@ -79,27 +79,38 @@ def describe_search(search: Mapping[str, Any]) -> str:
     return f"{search['method']}({', '.join(params)})" if params else str(search["method"])
 
 
-def num_nodes(problem: str, instances: Batch) -> int:
-    """Graph size of routing instances (TSP nodes; CVRP customers + depot), else 0."""
-    if problem == "tsp":
-        return int(instances.coords.shape[1])
-    if problem == "cvrp":
-        return int(instances.locs.shape[1]) + 1
-    return 0
+def parse_knn(knn: Any, command: str = "nco-eval") -> int | str | None:
+    """`knn=` as given: None (automatic), 0 (off: `knn=0`, `none`, `off`, `false`) or k >= 1."""
+    if knn is None:
+        return None
+    if isinstance(knn, bool) or str(knn).strip().lower() in KNN_OFF:
+        if knn is True:
+            raise ValueError(f"{command}: expected knn = null, 0 / none / off or k >= 1, got true.")
+        return 0
+    try:
+        value = int(str(knn))
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise ValueError(f"{command}: expected knn = null, 0 / none / off or k >= 1, got {knn!r}.")
+    return value
 
 
 def configure_policy(
     policy: nn.Module,
-    problem: str,
+    problem: Problem | str,
     size: int,
     precision: str | None,
-    knn: int | None,
+    knn: Any,
     command: str = "nco-eval",
+    saved_knn: Any = None,
 ) -> dict[str, Any]:
     """Apply the `precision` and `knn` overrides to `policy` where it has those attributes.
 
-    With `knn` None, routing policies with a `knn` attribute of None get `AUTO_KNN` when the
-    instances have more than `AUTO_KNN` nodes. Returns the settings in effect (None = absent).
+    `knn`: null = automatic, i.e. the checkpoint's own setting (`saved_knn`) when it has one,
+    else the problem descriptor's `auto_knn(size)` (CVRP: 250 beyond 250 customers; TSP: none);
+    0 / none / off = no restriction; k >= 1 = the k nearest nodes. Returns the settings in
+    effect (None = absent or off).
     """
     if precision is not None:
         if precision not in PRECISIONS:
@@ -112,18 +123,19 @@ def configure_policy(
                 f"precision={precision} is ignored.",
                 stacklevel=2,
             )
-    if knn is not None:
-        if int(knn) < 1:
-            raise ValueError(f"{command}: expected knn >= 1 or null, got {knn}.")
-        if hasattr(policy, "knn"):
-            policy.knn = int(knn)
+    if isinstance(problem, str):
+        problem = get_problem(problem)
+    value = parse_knn(knn, command)
+    if hasattr(policy, "knn"):
+        if value is None:
+            policy.knn = saved_knn if saved_knn is not None else problem.auto_knn(size)
         else:
-            warnings.warn(
-                f"{command}: {type(policy).__name__} has no knn setting; knn={knn} is ignored.",
-                stacklevel=2,
-            )
-    elif problem in ROUTING and hasattr(policy, "knn") and policy.knn is None and size > AUTO_KNN:
-        policy.knn = AUTO_KNN
+            policy.knn = value or None
+    elif value:
+        warnings.warn(
+            f"{command}: {type(policy).__name__} has no knn setting; knn={knn} is ignored.",
+            stacklevel=2,
+        )
     return {
         "precision": getattr(policy, "precision", None),
         "knn": getattr(policy, "knn", None),
@@ -146,22 +158,25 @@ def to_instances(env: Env, arrays: Mapping[str, np.ndarray], source: str) -> Bat
     return type(like)(**fields)
 
 
-def resolve_dataset(data: str | None, problem: str) -> Dataset:
-    """Load `data=` and check it holds `problem` instances.
-
-    Named sets and .npz files declare their problem; other files are read as `problem`.
-    """
+def resolve_datasets(data: str | None, problem: str) -> list[Dataset]:
+    """Load `data=` (a named set, a file, or a folder of library files: one dataset per file)
+    and check it holds `problem` instances. Files whose reader the suffix or .npz fields do not
+    tell are read as `problem`."""
     if not data:
         raise ValueError("nco-eval: data= is required (a file or e.g. kool:tsp100_test).")
-    path = Path(str(data))
-    declared = not path.is_file() or path.suffix.lower() == ".npz"
-    dataset = load_dataset(str(data), None if declared else problem)
-    if dataset.problem != problem:
-        raise ValueError(
-            f"nco-eval: the checkpoint holds a {problem} policy but data={data} holds "
-            f"{dataset.problem} instances."
-        )
-    return dataset
+    try:
+        datasets = load_datasets(str(data))
+    except ValueError as err:
+        if "pass problem=" not in str(err):
+            raise
+        datasets = load_datasets(str(data), problem)
+    for dataset in datasets:
+        if dataset.problem != problem:
+            raise ValueError(
+                f"nco-eval: the checkpoint holds a {problem} policy but data={data} holds "
+                f"{dataset.problem} instances."
+            )
+    return datasets
 
 
 def decode_best(
@@ -193,57 +208,27 @@ def decode_best(
     return sequences, torch.cat(objectives)
 
 
-def run_library(
-    cfg: DictConfig,
-    loaded: checkpoint.Loaded,
-    problem: str,
-    files: list[Path],
-    search: dict,
-    path: Path,
-) -> Results:
-    """nco-eval on TSPLIB / CVRPLIB files: one row per file in its own metric (library_eval)."""
-    settings = configure_policy(loaded.policy, problem, 0, cfg.get("precision"), cfg.get("knn"))
-    results, wall = evaluate_files(files, loaded, problem, search, int(cfg.seed))
-    results.method = f"{path.name} {describe_search(search)}"
-    results.info.update({"checkpoint": str(path), "search": search, **settings})
-    print(format_table(results))
-    print(
-        f"{len(files)} library files in {wall:.2f} s; cost = each file's own metric "
-        "(TSPLIB integer distances), references from .opt.tour / .sol files beside them",
-        file=sys.stderr,
-    )
-    if cfg.get("out"):
-        written = write_results(results, cfg.out)
-        print(f"results written to {written}")
-    return results
-
-
-def run(cfg: DictConfig) -> Results:
-    """Evaluate `cfg.checkpoint` on `cfg.data` with `cfg.search`; print and write the results."""
-    path = check_checkpoint(cfg.get("checkpoint"), "nco-eval")
-    device = check_device(str(cfg.device), "nco-eval")
-    search = search_config(OmegaConf.to_container(cfg.search, resolve=True))
-    loaded = checkpoint.load(path, device)
-    problem = problem_name(OmegaConf.create(loaded.problem))
-    files = library_files(str(cfg.get("data") or ""), problem)
-    if files is not None:
-        return run_library(cfg, loaded, problem, files, search, path)
-    dataset = resolve_dataset(cfg.get("data"), problem).head(cfg.get("limit"))
+def evaluate_dataset(
+    cfg: DictConfig, loaded: checkpoint.Loaded, problem: Problem, dataset: Dataset, search: dict
+) -> dict[str, Any]:
+    """Decode one dataset; costs (the dataset's metric), natural costs, sequences, settings."""
     scaled, scales = dataset.unit_square()
     if (scales != 1).any():
         print(
-            f"nco-eval: {int((scales != 1).sum())} of {len(dataset)} instances have coordinates "
-            "outside the unit square; each was scaled into it (x - min) / scale for the policy, "
-            "and costs are reported in the file's units.",
+            f"nco-eval: {dataset.name}: {int((scales != 1).sum())} of {len(dataset)} instances "
+            "have coordinates outside the unit square; each was scaled into it (x - min) / scale "
+            "for the policy, and costs are computed on the file's own coordinates.",
             file=sys.stderr,
         )
     instances = to_instances(loaded.env, scaled.arrays, dataset.name)
+    size = max(problem.size(scaled.instance(i)) for i in range(len(dataset)))
     settings = configure_policy(
         loaded.policy,
         problem,
-        num_nodes(problem, instances),
+        size,
         cfg.get("precision"),
         cfg.get("knn"),
+        saved_knn=loaded.model.get("knn"),
     )
     batch_size = cfg.get("batch_size")
     if batch_size is None:
@@ -259,34 +244,100 @@ def run(cfg: DictConfig) -> Results:
         bool(cfg.get("progress", True)),
     )
     wall = time.perf_counter() - start
-    costs = (loaded.env.cost(objective).numpy() * scales).tolist()
-    if not all(math.isfinite(c) for c in costs):
+    natural = (loaded.env.cost(objective).numpy() * scales).tolist()
+    if not all(math.isfinite(c) for c in natural):
         raise RuntimeError(f"nco-eval: {search['method']} left instances without a solution.")
-    rate = len(dataset) / max(wall, 1e-9)
+    costs = natural
+    if dataset.metric is not None and problem.to_solution is not None:
+        costs, natural = [], []
+        for i, actions in enumerate(sequences):
+            row = instances.index(torch.tensor([i]))
+            cost, length = score(dataset, i, problem.to_solution(loaded.env, row, actions))
+            costs.append(cost)
+            natural.append(length)
+    names = dataset.names
+    if names is None and len(dataset) == 1:
+        names = [Path(dataset.name).stem]
+    return {
+        "costs": costs,
+        "natural": natural,
+        "sequences": sequences,
+        "wall": wall,
+        "settings": settings,
+        "batch_size": int(batch_size),
+        "names": names,
+    }
+
+
+def run(cfg: DictConfig) -> Results:
+    """Evaluate `cfg.checkpoint` on `cfg.data` with `cfg.search`; print and write the results.
+
+    A folder of library files gives one row per file, each in its own metric with the natural
+    (Euclidean) cost beside it in `info.euclidean_costs`.
+    """
+    path = check_checkpoint(cfg.get("checkpoint"), "nco-eval")
+    device = check_device(str(cfg.device), "nco-eval")
+    search = search_config(OmegaConf.to_container(cfg.search, resolve=True))
+    loaded = checkpoint.load(path, device)
+    problem = problem_of_env(loaded.env)
+    datasets = [d.head(cfg.get("limit")) for d in resolve_datasets(cfg.get("data"), problem.name)]
+    parts = [evaluate_dataset(cfg, loaded, problem, d, search) for d in datasets]
+    wall = sum(p["wall"] for p in parts)
+    num = sum(len(d) for d in datasets)
+    rate = num / max(wall, 1e-9)
+    references = None
+    if any(d.references is not None for d in datasets):
+        references = [
+            r
+            for d in datasets
+            for r in (list(d.references) if d.references is not None else [None] * len(d))
+        ]
+    names = None
+    if all(p["names"] is not None for p in parts):
+        names = [n for p in parts for n in p["names"]]
+    metrics = [d.metric for d in datasets]
+    info: dict[str, Any] = {
+        "checkpoint": str(path),
+        "checkpoint_meta": loaded.meta,
+        "search": search,
+        "batch_size": parts[0]["batch_size"],
+        "seed": int(cfg.seed),
+        "device": str(device),
+        **parts[-1]["settings"],
+        "instances_per_s": rate,
+        "reference_source": "; ".join(
+            sorted({d.reference_source for d in datasets if d.reference_source})
+        )
+        or None,
+        "solution_format": "actions (the env's action sequence of the best solution)",
+    }
+    if any(m is not None for m in metrics):
+        info["metrics"] = [
+            m or "EUCLIDEAN" for d, m in zip(datasets, metrics, strict=True) for _ in range(len(d))
+        ]
+        info["euclidean_costs"] = [c for p in parts for c in p["natural"]]
+        info["knn_per_dataset"] = [p["settings"]["knn"] for p in parts]
     results = Results(
-        problem=problem,
-        dataset=dataset.name,
+        problem=problem.name,
+        dataset=str(cfg.data) if len(datasets) > 1 else datasets[0].name,
         method=f"{path.name} {describe_search(search)}",
-        objectives=costs,
-        references=None if dataset.references is None else list(dataset.references),
+        objectives=[c for p in parts for c in p["costs"]],
+        references=references,
         wall_time_s=wall,
-        solutions=sequences if cfg.get("save_solutions") else None,
-        names=dataset.names,
-        info={
-            "checkpoint": str(path),
-            "checkpoint_meta": loaded.meta,
-            "search": search,
-            "batch_size": int(batch_size),
-            "seed": int(cfg.seed),
-            "device": str(device),
-            **settings,
-            "instances_per_s": rate,
-            "reference_source": dataset.reference_source,
-            "solution_format": "actions (the env's action sequence of the best solution)",
-        },
+        solutions=[s for p in parts for s in p["sequences"]] if cfg.get("save_solutions") else None,
+        names=names,
+        info=info,
     )
     print(format_table(results))
-    print(f"{len(dataset)} instances in {wall:.2f} s: {rate:.2f} instances/s")
+    print(f"{num} instances in {wall:.2f} s: {rate:.2f} instances/s")
+    if "metrics" in info:
+        print(
+            "cost = each library file's own metric (TSPLIB / CVRPLIB: "
+            f"{', '.join(sorted({m for m in metrics if m}))}), the Euclidean length beside it in "
+            "info.euclidean_costs; coordinates were scaled into the unit square for the policy "
+            "only; references from .opt.tour / .sol files or a best-known table beside the files",
+            file=sys.stderr,
+        )
     if cfg.get("out"):
         written = write_results(results, cfg.out)
         print(f"results written to {written}")

@@ -8,20 +8,87 @@ keys), so a crafted file cannot make nco call `builtins.open`, `os.system` or an
 
 Problems and models register their own classes (`problems/<p>/__init__.py`,
 `models/__init__.py`), so adding one needs no edit here; a package outside this tree calls
-`add_plugin_package` once and registers its classes the same way.
+`add_plugin_package` once and registers its classes the same way. A problem registers one
+descriptor (`nco.problem.Problem`, `register_problem`), which also allowlists its env and
+instance classes; the commands find problems only through `get_problem` / `problem_of_env`.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nco.problem import Problem
 
 KINDS = ("policy", "env", "instances")
 _CLASSES: dict[str, set[type]] = {kind: set() for kind in KINDS}
 _PACKAGES = {"models", "problems"}
 _READS: dict[type, frozenset[str]] = {}  # policy class -> the env names whose states it reads
+_PROBLEMS: dict[str, Problem] = {}
+
+
+def register_problem(problem: Problem) -> None:
+    """Register a problem descriptor by name; its env and instance classes become buildable."""
+    from nco.problem import Problem
+
+    if not isinstance(problem, Problem):
+        raise ValueError(f"registry: expected an nco.problem.Problem, got {problem!r}.")
+    known = _PROBLEMS.get(problem.name)
+    if known is not None and known.env is not problem.env:
+        raise ValueError(
+            f"registry: problem {problem.name!r} is already registered with env "
+            f"{known.env.__qualname__}."
+        )
+    register("env", problem.env)
+    register("instances", problem.instances)
+    _PROBLEMS[problem.name] = problem
+
+
+def load_plugins() -> None:
+    """Import every problem package (`problems.<p>` and the plugin packages) so they register."""
+    for package in plugin_packages():
+        if package == "models":
+            continue
+        module = importlib.import_module(package)
+        if package == "problems":
+            for info in pkgutil.iter_modules(module.__path__):
+                if info.ispkg:
+                    importlib.import_module(f"problems.{info.name}")
+
+
+def get_problem(name: Any) -> Problem:
+    """The descriptor registered as `name`; ValueError listing the registered ones."""
+    if name not in _PROBLEMS and isinstance(name, str) and name.isidentifier():
+        try:
+            importlib.import_module(f"problems.{name}")
+        except ImportError:
+            load_plugins()
+    if name not in _PROBLEMS:
+        load_plugins()
+    if name not in _PROBLEMS:
+        raise ValueError(f"Unknown problem {name!r}; expected one of {problem_names()}.")
+    return _PROBLEMS[name]
+
+
+def problem_names() -> list[str]:
+    """Names of every registered problem (after importing the problem packages), sorted."""
+    load_plugins()
+    return sorted(_PROBLEMS)
+
+
+def problem_of_env(env: Any) -> Problem:
+    """The descriptor whose env class `env` is an instance of."""
+    for problem in _PROBLEMS.values():
+        if isinstance(env, problem.env):
+            return problem
+    name = getattr(env, "name", None)
+    if isinstance(name, str):
+        return get_problem(name)
+    raise ValueError(f"No problem is registered for env {type(env).__qualname__}.")
 
 
 def register(kind: str, *classes: type, reads: tuple[str, ...] = ()) -> None:

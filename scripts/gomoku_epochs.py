@@ -1,19 +1,27 @@
 """Gomoku (paper C.4): epochs until the greedy white policy beats the bot from every opening.
 
-Trains both variants, sampling with replacement (experiment=gomoku_wr) and Gumbeldore
-(experiment=gomoku_gumbeldore), for each seed as separate `nco.train` runs (`--jobs` at a
-time, one torch thread each), reads `val/wins` per epoch from each run's metrics.csv and writes
-a JSON summary and a plot of wins and draws vs epoch (mean over seeds, a finished run counting
-as all wins). A run that never wins everywhere counts as censored at its last epoch. `--reuse`
-re-reads runs that already have a metrics.csv (e.g. after an interrupted sweep) instead of
-training them again.
+Trains each variant for each seed as a separate `nco.train` run in a fixed folder
+`<out>/runs/<variant>_seed<seed>`, one run after the other by default (one torch thread each),
+reads `val/wins` per epoch from each run's metrics.csv and writes a JSON summary `<out>.json`
+and a plot `<out>.png` of greedy wins and draws vs epoch. Resumable: killing it loses at most
+the unfinished epoch, and rerunning the same command continues every unfinished run from its
+`checkpoints/last.ckpt` with its metrics intact (nco-train resumes in its own folder); runs
+that won everywhere or reached `--max-epochs` are only read. While a run trains, the JSON and
+PNG are rewritten every `--snapshot-s` seconds, so they can be committed as progress snapshots.
 
-    python scripts/gomoku_epochs.py --seeds 0 1 2                      # the paper's setting
+A run's status: "solved" (all openings won, the run stopped), "censored" (reached
+`--max-epochs` without), "running" (training now) or "unfinished" (stopped early; rerun).
+
+Variants: wr = sampling with replacement (experiment=gomoku_wr); gd = Gumbeldore as the paper's
+text says (gomoku_gumbeldore: sigma 5, summed results); gd_mean = Gumbeldore as the authors'
+code (gomoku_gumbeldore_mean: step 1, mean result per edge).
+
+    python scripts/gomoku_epochs.py --variants gd_mean wr --seeds 0 --out data/results/gomoku_paper
     python scripts/gomoku_epochs.py --seeds 0 1 --board 7 --samples 64 --max-epochs 30 \\
-        --out data/results/gomoku_7x7                                   # a reduced setting
+        --out /tmp/gomoku_7x7                                          # a reduced setting
 
 `--samples S` sets num_samples = S (WR) and beam_width x rounds = S / rounds (Gumbeldore);
-further Hydra overrides for both variants follow `--`.
+further Hydra overrides for every run follow `--`.
 """
 
 from __future__ import annotations
@@ -23,15 +31,21 @@ import csv
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS = {"wr": "gomoku_wr", "gumbeldore": "gomoku_gumbeldore"}
+VARIANTS = {"wr": "gomoku_wr", "gd": "gomoku_gumbeldore", "gd_mean": "gomoku_gumbeldore_mean"}
+LABELS = {
+    "wr": "sampling with replacement",
+    "gd": "Gumbeldore, sigma 5 x summed results",
+    "gd_mean": "Gumbeldore, 1 x mean result",
+}
 FRACTIONS = (0.5, 0.75, 0.9)  # milestones of greedy wins (of all openings) also reported
+METRICS = ("val/wins", "val/draws", "sample/objective", "time/sampling_s", "time/training_s")
 
 
 def overrides(variant: str, args: argparse.Namespace) -> list[str]:
@@ -55,39 +69,26 @@ def overrides(variant: str, args: argparse.Namespace) -> list[str]:
     return out + args.extra
 
 
-def train(variant: str, seed: int, args: argparse.Namespace) -> dict:
-    """One training run; returns its per-epoch wins and the epochs needed (None: not reached)."""
-    run_dir = args.out / "runs" / f"{variant}_seed{seed}"
-    metrics = run_dir / "logs" / "metrics.csv"
-    wall = None
-    if not (args.reuse and metrics.exists()):
-        cmd = [sys.executable, "-m", "nco.train", *overrides(variant, args)]
-        cmd += [f"seed={seed}", f"hydra.run.dir={run_dir}"]
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        start = time.perf_counter()
-        with open(args.out / f"{variant}_seed{seed}.log", "w") as log:
-            subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=True)
-        wall = time.perf_counter() - start
-    m = read_metrics(metrics)
-    wins = m["val/wins"]
-    cells = args.board * args.board
-    solved = first_epoch(wins, cells)
-    print(f"{variant} seed {seed}: epochs {solved}, wins {wins[-1]:.0f}/{cells}, wall {wall} s")
-    return {
-        "variant": variant,
-        "seed": seed,
-        "epochs_to_all_wins": solved,
-        "epochs_to_wins_fraction": {
-            str(f): first_epoch(wins, math.ceil(f * cells)) for f in FRACTIONS
-        },
-        "best_wins": max(wins),
-        "wins_per_epoch": wins,
-        "draws_per_epoch": m["val/draws"],
-        "sample_objective_per_epoch": m["sample/objective"],
-        "mean_sampling_s": mean(m["time/sampling_s"]),
-        "mean_training_s": mean(m["time/training_s"]),
-        "wall_s": wall,
-    }
+def run_dir(variant: str, seed: int, args: argparse.Namespace) -> Path:
+    """The fixed folder of one run (rerunning continues it)."""
+    return args.out / "runs" / f"{variant}_seed{seed}"
+
+
+def read_metrics(path: Path) -> dict[str, list[float]]:
+    """Per-epoch values of METRICS from a Lightning CSV log, each in epoch order ({} lists when
+    the file does not exist yet).
+
+    sample/objective is the mean over openings of the best sampled game (+1 win, 0 draw, -1
+    loss), i.e. whether sampling found anything better than a loss to learn from.
+    """
+    per_epoch: dict[str, dict[int, float]] = {key: {} for key in METRICS}
+    if path.is_file():
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                for key in METRICS:
+                    if row.get(key):
+                        per_epoch[key][int(row["epoch"])] = float(row[key])
+    return {key: [v[e] for e in sorted(v)] for key, v in per_epoch.items()}
 
 
 def first_epoch(wins: list[float], target: int) -> int | None:
@@ -100,41 +101,87 @@ def mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-METRICS = ("val/wins", "val/draws", "sample/objective", "time/sampling_s", "time/training_s")
+def collect(variant: str, seed: int, args: argparse.Namespace, running: bool = False) -> dict:
+    """One run's per-epoch results read from its metrics.csv, with its status."""
+    m = read_metrics(run_dir(variant, seed, args) / "logs" / "metrics.csv")
+    wins = m["val/wins"]
+    cells = args.board * args.board
+    solved = first_epoch(wins, cells)
+    if solved is not None:
+        status = "solved"
+    elif len(wins) >= args.max_epochs:
+        status = "censored"
+    else:
+        status = "running" if running else "unfinished"
+    return {
+        "variant": variant,
+        "seed": seed,
+        "status": status,
+        "epochs_done": len(wins),
+        "epochs_to_all_wins": solved,
+        "epochs_to_wins_fraction": {
+            str(f): first_epoch(wins, math.ceil(f * cells)) for f in FRACTIONS
+        },
+        "best_wins": max(wins) if wins else None,
+        "wins_per_epoch": wins,
+        "draws_per_epoch": m["val/draws"],
+        "sample_objective_per_epoch": m["sample/objective"],
+        "mean_sampling_s": mean(m["time/sampling_s"]),
+        "mean_training_s": mean(m["time/training_s"]),
+    }
 
 
-def read_metrics(path: Path) -> dict[str, list[float]]:
-    """Per-epoch values of METRICS from a Lightning CSV log, each in epoch order.
+def finished(run: dict) -> bool:
+    """Whether a run needs no more training."""
+    return run["status"] in ("solved", "censored")
 
-    sample/objective is the mean over openings of the best sampled game (+1 win, 0 draw, -1
-    loss), i.e. whether sampling found anything better than a loss to learn from.
-    """
-    per_epoch: dict[str, dict[int, float]] = {key: {} for key in METRICS}
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            for key in METRICS:
-                if row.get(key):
-                    per_epoch[key][int(row["epoch"])] = float(row[key])
-    return {key: [v[e] for e in sorted(v)] for key, v in per_epoch.items()}
+
+def train(variant: str, seed: int, args: argparse.Namespace) -> None:
+    """Train (or continue) one run, rewriting the snapshot every `--snapshot-s` seconds."""
+    folder = run_dir(variant, seed, args)
+    folder.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "nco.train", *overrides(variant, args)]
+    cmd += [f"seed={seed}", f"hydra.run.dir={folder}"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with open(args.out / f"{variant}_seed{seed}.log", "a") as log:
+        log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=args.snapshot_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    write_snapshot(args, running=(variant, seed))
+        except BaseException:
+            proc.terminate()  # e.g. Ctrl-C: end the run; last.ckpt keeps the finished epochs
+            proc.wait()
+            raise
+    if proc.returncode != 0:
+        raise SystemExit(f"{variant} seed {seed}: nco.train failed, see {log.name}")
 
 
 def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
-    """Mean epochs to all wins and to each FRACTIONS milestone per variant (over the runs that
-    got there) and the mean wins curve, where a run that stopped after winning everywhere keeps
-    counting all wins."""
+    """Per variant: epochs to all wins and to each FRACTIONS milestone (means over the runs
+    that got there) and the mean wins and draws per epoch, over the runs that reached the
+    epoch, a solved run counting as all wins (no draws) after it stopped."""
     cells = args.board * args.board
     out = {}
     for variant in VARIANTS:
-        mine = [r for r in runs if r["variant"] == variant]
+        mine = [r for r in runs if r["variant"] == variant and r["epochs_done"] > 0]
         if not mine:
             continue
         solved = [r["epochs_to_all_wins"] for r in mine if r["epochs_to_all_wins"] is not None]
+        length = max(r["epochs_done"] for r in mine)
         curves, draws = [], []
-        for r in mine:
-            w, d = list(r["wins_per_epoch"]), list(r["draws_per_epoch"])
-            finished = r["epochs_to_all_wins"] is not None
-            curves.append(w + [cells if finished else w[-1]] * (args.max_epochs - len(w)))
-            draws.append(d + [0 if finished else d[-1]] * (args.max_epochs - len(d)))
+        for e in range(length):
+            w = [r["wins_per_epoch"][e] if e < r["epochs_done"] else cells for r in mine
+                 if e < r["epochs_done"] or r["status"] == "solved"]  # fmt: skip
+            d = [r["draws_per_epoch"][e] if e < r["epochs_done"] else 0.0 for r in mine
+                 if e < r["epochs_done"] or r["status"] == "solved"]  # fmt: skip
+            curves.append(sum(w) / len(w))
+            draws.append(sum(d) / len(d))
         milestones = {}
         for f in FRACTIONS:
             reached = [r["epochs_to_wins_fraction"][str(f)] for r in mine]
@@ -145,13 +192,15 @@ def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
             }
         out[variant] = {
             "seeds": [r["seed"] for r in mine],
+            "status": [r["status"] for r in mine],
+            "epochs_done": [r["epochs_done"] for r in mine],
             "epochs_to_all_wins": [r["epochs_to_all_wins"] for r in mine],
             "epochs_to_wins_fraction": milestones,
             "solved_runs": len(solved),
             "mean_epochs_solved_runs": sum(solved) / len(solved) if solved else None,
             "best_wins": max(r["best_wins"] for r in mine),
-            "mean_wins_per_epoch": [sum(c) / len(c) for c in zip(*curves, strict=True)],
-            "mean_draws_per_epoch": [sum(c) / len(c) for c in zip(*draws, strict=True)],
+            "mean_wins_per_epoch": curves,
+            "mean_draws_per_epoch": draws,
             "mean_sampling_s_per_epoch": mean([r["mean_sampling_s"] for r in mine]),
             "mean_training_s_per_epoch": mean([r["mean_training_s"] for r in mine]),
         }
@@ -165,48 +214,81 @@ def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    labels = {"wr": "sampling with replacement", "gumbeldore": "Gumbeldore"}
+    fig, ax = plt.subplots(figsize=(6.5, 4))
     for variant, s in summary.items():
         curve, epochs = s["mean_wins_per_epoch"], range(1, len(s["mean_wins_per_epoch"]) + 1)
-        line = ax.plot(epochs, curve, label=f"{labels[variant]}, wins (seeds {s['seeds']})")
-        color = line[0].get_color()
-        ax.plot(epochs, s["mean_draws_per_epoch"], ls="--", color=color, label="draws")
+        label = f"{LABELS[variant]}, wins (seeds {s['seeds']})"
+        line = ax.plot(epochs, curve, label=label)
+        ax.plot(epochs, s["mean_draws_per_epoch"], ls="--", color=line[0].get_color())
     ax.axhline(args.board**2, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("epoch")
-    ax.set_ylabel(f"greedy white results of {args.board**2} openings")
-    ax.set_title(f"Gomoku {args.board}x{args.board}, {args.samples} games per opening")
-    ax.legend(loc="lower right", fontsize="small")
+    ax.set_ylabel(f"greedy white wins (draws dashed) of {args.board**2}")
+    ax.set_title(f"Gomoku {args.board}x{args.board} vs bot v1, {args.samples} games per opening")
+    ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
-def main() -> None:
-    """Parse arguments, train every (variant, seed), write JSON and PNG."""
+def write_snapshot(args: argparse.Namespace, running: tuple[str, int] | None = None) -> dict:
+    """Read every (variant, seed) run so far and write `<out>.json` and `<out>.png`."""
+    runs = [
+        collect(v, s, args, running=(v, s) == running)
+        for s in args.seeds
+        for v in args.variants
+        if (run_dir(v, s, args) / "logs" / "metrics.csv").is_file()
+    ]
+    summary = summarize(runs, args)
+    keep = ("seeds", "variants", "board", "samples", "rounds", "max_epochs", "extra")
+    result = {
+        "setting": {k: getattr(args, k) for k in keep},
+        "experiments": {v: VARIANTS[v] for v in args.variants},
+        "written": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "summary": summary,
+        "runs": runs,
+    }
+    tmp = args.out.parent / f"{args.out.name}.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    tmp.replace(args.out.parent / f"{args.out.name}.json")
+    if summary:
+        plot(summary, args, args.out.parent / f"{args.out.name}.png")
+    return result
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line arguments, with `--out` resolved."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["gd_mean", "wr"])
     parser.add_argument("--board", type=int, default=9)
     parser.add_argument("--samples", type=int, default=320, help="games per opening per epoch")
     parser.add_argument("--rounds", type=int, default=10, help="Gumbeldore rounds")
-    parser.add_argument("--max-epochs", type=int, default=150)
-    parser.add_argument("--jobs", type=int, default=2, help="runs trained at the same time")
-    parser.add_argument("--out", type=Path, default=REPO / "data" / "results" / "gomoku")
-    parser.add_argument("--reuse", action="store_true", help="re-read finished runs, no training")
+    parser.add_argument("--max-epochs", type=int, default=300, help="cap (censors a run)")
+    parser.add_argument("--snapshot-s", type=float, default=300.0, help="snapshot interval")
+    parser.add_argument("--out", type=Path, default=REPO / "data" / "results" / "gomoku_paper")
     parser.add_argument("extra", nargs="*", help="Hydra overrides for every run (after --)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.out = args.out.resolve()
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Train or continue every (seed, variant) in turn, then write the final snapshot."""
+    args = parse(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [(v, s) for s in args.seeds for v in args.variants]
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        runs = list(pool.map(lambda job: train(*job, args), jobs))
-    summary = summarize(runs, args)
-    setting = {k: v for k, v in vars(args).items() if k not in ("out", "jobs") and not callable(v)}
-    result = {"setting": setting, "summary": summary, "runs": runs}
-    (args.out.parent / f"{args.out.name}.json").write_text(json.dumps(result, indent=1) + "\n")
-    plot(summary, args, args.out.parent / f"{args.out.name}.png")
-    for variant, s in summary.items():
-        print(variant, s["epochs_to_all_wins"], "mean (solved):", s["mean_epochs_solved_runs"])
+    # `kill PID` ends the script and its nco.train run cleanly (last.ckpt keeps finished epochs)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for seed in args.seeds:
+        for variant in args.variants:
+            if not finished(collect(variant, seed, args)):
+                train(variant, seed, args)
+            run = collect(variant, seed, args)
+            write_snapshot(args)
+            print(
+                f"{variant} seed {seed}: {run['status']}, epochs to all wins "
+                f"{run['epochs_to_all_wins']}, best wins {run['best_wins']}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

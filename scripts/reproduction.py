@@ -154,6 +154,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     runs = [(m, s) for s in args.seeds for m in args.methods]
     threads = max(1, (os.cpu_count() or 1) // args.parallel)
     deadline = time.monotonic() + args.max_wall if args.max_wall else None
+    # `kill <pid>` ends the driver through the finally below, which stops its chunks too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     active: dict[tuple[str, int], tuple[subprocess.Popen, int, float, str]] = {}
     try:
         while True:

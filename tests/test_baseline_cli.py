@@ -13,9 +13,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from nco.baseline import run
-from nco.datasets import kool_cvrp, kool_tsp
 from nco.results import Results, format_table, read_results, write_results
+from problems.cvrp.problem import kool_cvrp
 from problems.cvrp.routes import routes_cost
+from problems.tsp.problem import kool_tsp
 from problems.tsp.solvers import tour_length
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,7 +200,9 @@ def test_module_entry_point(tmp_path: Path) -> None:
 
 def test_library_file_with_raw_coordinates(tmp_path: Path) -> None:
     """A TSPLIB file with coordinates in the hundreds: solved on the unit square (LKH used to
-    abort on them), costs in the file's units, equal to the exact optimum scaled back."""
+    abort on them) with the file's EUC_2D distances, cost in that metric equal to the exact
+    EUC_2D optimum, the Euclidean length of the same tour beside it."""
+    from problems.tsp.io import tsplib_weights
     from problems.tsp.solvers import solve_exact
 
     coords = np.random.default_rng(3).integers(0, 1000, size=(12, 2)).astype(np.float64)
@@ -211,6 +214,9 @@ def test_library_file_with_raw_coordinates(tmp_path: Path) -> None:
     )
     results = run(baseline_cfg("solver=lkh", f"data={path}", "time_limit=1", "workers=1"))
     lo, span = coords.min(0), (coords.max(0) - coords.min(0)).max()
-    optimum = solve_exact({"coords": (coords - lo) / span}, 10.0, 0).cost * span
-    assert results.objectives[0] == pytest.approx(optimum, rel=1e-9)
-    assert results.objectives[0] == pytest.approx(tour_length(coords, results.solutions[0]), 1e-9)
+    weights = tsplib_weights(coords, "EUC_2D")
+    optimum = solve_exact({"coords": (coords - lo) / span, "weights": weights}, 10.0, 0).cost
+    assert results.objectives[0] == optimum
+    assert results.info["metrics"] == ["EUC_2D"]
+    euclid = tour_length(coords, results.solutions[0])
+    assert results.info["euclidean_costs"][0] == pytest.approx(euclid, 1e-9)

@@ -13,11 +13,11 @@ from nco.datasets import (
     Dataset,
     checksum,
     generate_named,
-    kool_cvrp,
-    kool_tsp,
     load_dataset,
     named_sets,
 )
+from problems.cvrp.problem import kool_cvrp
+from problems.tsp.problem import kool_tsp
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / ".." / "shared" / "data" / "reference"
@@ -62,6 +62,8 @@ def test_checksum_sees_values_and_dtypes() -> None:
         ("bq:tsp500", "tsp500_bq_128.npz"),
         ("lehd:cvrp200", "cvrp200_128.npz"),
         ("lehd:cvrp500", "cvrp500_128.npz"),
+        ("bq:tsp1000", "tsp1000_bq_128.npz"),
+        ("lehd:cvrp1000", "cvrp1000_128.npz"),
     ],
 )
 def test_generalization_sets_equal_shared_files(name: str, file: str) -> None:
@@ -191,7 +193,7 @@ def test_taillard_set() -> None:
     ("data", "problem", "match"),
     [
         ("kool:tsp30_test", None, "Unknown dataset"),
-        ("nowhere.npz", None, "neither a file nor a named set"),
+        ("nowhere.npz", None, "Neither a file nor a named set"),
         ("kool:tsp20_test", "cvrp", "not cvrp"),
     ],
 )

@@ -152,19 +152,27 @@ def test_unknown_search_method_lists_valid_ones(files) -> None:
         compose_cfg("evaluate", ["search=magic"])
 
 
-def test_knn_and_precision_overrides() -> None:
-    """knn defaults to 250 above 250 nodes for routing, explicit values win, bad values raise."""
+def test_knn_is_automatic_per_problem_and_can_be_switched_off() -> None:
+    """knn=null: the descriptor's rule (CVRP 250 beyond 250 customers, TSP never) unless the
+    checkpoint set one; knn=0 / none / off / false: no restriction; k >= 1 wins; bad values
+    raise."""
     policy = BQPolicy(dim=8, layers=1, heads=2, ff_dim=8)
-    assert evaluate.configure_policy(policy, "tsp", 250, None, None)["knn"] is None
-    assert evaluate.configure_policy(policy, "tsp", 251, "bf16", None) == {
+    assert evaluate.configure_policy(policy, "tsp", 500, None, None)["knn"] is None
+    assert evaluate.configure_policy(policy, "cvrp", 250, None, None)["knn"] is None
+    assert evaluate.configure_policy(policy, "cvrp", 251, "bf16", None) == {
         "precision": "bf16",
         "knn": 250,
     }
+    assert evaluate.configure_policy(policy, "tsp", 500, None, None, saved_knn=100)["knn"] == 100
     assert evaluate.configure_policy(policy, "tsp", 1000, None, 40)["knn"] == 40
+    for off in (0, "0", "none", "off", "OFF", False):
+        assert evaluate.configure_policy(policy, "cvrp", 1000, None, off)["knn"] is None, off
+        assert policy.knn is None
     with pytest.raises(ValueError, match="precision"):
         evaluate.configure_policy(policy, "tsp", 10, "fp16", None)
-    with pytest.raises(ValueError, match="knn"):
-        evaluate.configure_policy(policy, "tsp", 10, None, 0)
+    for bad in (-3, "many", True):
+        with pytest.raises(ValueError, match="knn"):
+            evaluate.configure_policy(policy, "tsp", 10, None, bad)
 
 
 def test_console_entry_point(files, monkeypatch, capsys) -> None:

@@ -1,11 +1,13 @@
-"""scripts/gomoku_epochs.py: epochs to all wins and to the win milestones, censored runs."""
+"""scripts/gomoku_epochs.py: epochs to all wins and to the win milestones, run statuses,
+snapshots of partial runs, and resuming a run by rerunning the same command."""
 
 from __future__ import annotations
 
-import argparse
 import csv
+import json
 from pathlib import Path
 
+import pytest
 from script_loader import load_script
 
 SCRIPT = load_script("gomoku_epochs")
@@ -13,7 +15,7 @@ SCRIPT = load_script("gomoku_epochs")
 
 def write_metrics(path: Path, wins: list[float]) -> None:
     """A Lightning-style CSV: validation rows and sampling rows per epoch, as nco.train logs."""
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     keys = ["epoch", *SCRIPT.METRICS]
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=keys)
@@ -24,21 +26,100 @@ def write_metrics(path: Path, wins: list[float]) -> None:
             writer.writerow({"epoch": e, **row})
 
 
-def test_reused_runs_give_milestones_and_censored_means(tmp_path: Path) -> None:
-    args = argparse.Namespace(board=3, max_epochs=5, out=tmp_path, reuse=True)
-    write_metrics(tmp_path / "runs/wr_seed0/logs/metrics.csv", [0, 5, 7, 8, 8])  # censored
-    write_metrics(tmp_path / "runs/wr_seed1/logs/metrics.csv", [4, 5, 9])  # solved at epoch 3
-    runs = [SCRIPT.train("wr", 0, args), SCRIPT.train("wr", 1, args)]
+def args_for(tmp_path: Path, *extra: str) -> object:
+    """Parsed arguments of a 3x3 study (9 openings) writing under tmp_path/study."""
+    return SCRIPT.parse(["--board", "3", "--out", str(tmp_path / "study"), *extra])
+
+
+def metrics_of(args: object, variant: str, seed: int) -> Path:
+    return SCRIPT.run_dir(variant, seed, args) / "logs" / "metrics.csv"
+
+
+def test_statuses_milestones_and_censored_means(tmp_path: Path) -> None:
+    """Runs are solved, censored (at --max-epochs), running or unfinished; milestones and the
+    mean over solved runs are per variant."""
+    args = args_for(tmp_path, "--max-epochs", "5", "--variants", "wr")
+    write_metrics(metrics_of(args, "wr", 0), [0, 5, 7, 8, 8])  # censored at the cap
+    write_metrics(metrics_of(args, "wr", 1), [4, 5, 9])  # solved at epoch 3
+    write_metrics(metrics_of(args, "wr", 2), [1, 2])  # stopped early
+    runs = [SCRIPT.collect("wr", s, args) for s in (0, 1, 2)]
+    assert [r["status"] for r in runs] == ["censored", "solved", "unfinished"]
+    assert SCRIPT.collect("wr", 2, args, running=True)["status"] == "running"
+    assert [SCRIPT.finished(r) for r in runs] == [True, True, False]
     assert runs[0]["epochs_to_all_wins"] is None and runs[1]["epochs_to_all_wins"] == 3
     # 0.5 of 9 cells -> 5 wins, 0.75 -> 7, 0.9 -> 9 (ceil)
     assert runs[0]["epochs_to_wins_fraction"] == {"0.5": 2, "0.75": 3, "0.9": None}
-    summary = SCRIPT.summarize(runs, args)["wr"]
+    summary = SCRIPT.summarize(runs[:2], args)["wr"]
     assert summary["solved_runs"] == 1 and summary["mean_epochs_solved_runs"] == 3
     assert summary["epochs_to_wins_fraction"]["0.5"] == {
         "epochs": [2, 2],
         "mean_epochs_reached_runs": 2.0,
     }
-    assert summary["epochs_to_wins_fraction"]["0.9"]["mean_epochs_reached_runs"] == 3.0
-    # the solved run counts as all wins after it stopped, the censored one keeps its last value
+    # the solved run counts as all wins after it stopped
     assert summary["mean_wins_per_epoch"] == [2.0, 5.0, 8.0, 8.5, 8.5]
     assert summary["mean_sampling_s_per_epoch"] == 2.0
+
+
+def test_partial_runs_average_over_the_runs_that_reached_the_epoch(tmp_path: Path) -> None:
+    """A snapshot of unfinished runs: epoch e averages the runs with an epoch e (no padding)."""
+    args = args_for(tmp_path, "--variants", "gd")
+    write_metrics(metrics_of(args, "gd", 0), [0, 2, 4, 6])
+    write_metrics(metrics_of(args, "gd", 1), [2, 4])
+    runs = [SCRIPT.collect("gd", s, args) for s in (0, 1)]
+    summary = SCRIPT.summarize(runs, args)["gd"]
+    assert summary["mean_wins_per_epoch"] == [1.0, 3.0, 4.0, 6.0]
+    assert summary["status"] == ["unfinished", "unfinished"]
+
+
+def test_rerun_trains_only_unfinished_runs_and_writes_a_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """main() skips solved and censored runs, continues the others, and writes JSON + PNG."""
+    args = args_for(tmp_path)
+    write_metrics(metrics_of(args, "gd_mean", 0), [9])  # solved
+    write_metrics(metrics_of(args, "wr", 0), [1, 2])  # unfinished: continued
+    calls = []
+
+    def fake_train(variant: str, seed: int, a: object) -> None:
+        calls.append((variant, seed))
+        write_metrics(metrics_of(a, variant, seed), [1, 2, 9])
+
+    monkeypatch.setattr(SCRIPT, "train", fake_train)
+    SCRIPT.main(["--board", "3", "--seeds", "0", "--out", str(tmp_path / "study")])
+    assert calls == [("wr", 0)]
+    result = json.loads((tmp_path / "study.json").read_text())
+    assert result["summary"]["wr"]["epochs_to_all_wins"] == [3]
+    assert result["summary"]["gd_mean"]["status"] == ["solved"]
+    assert (tmp_path / "study.png").stat().st_size > 0
+
+
+def test_overrides_split_the_budget_and_name_the_experiment(tmp_path: Path) -> None:
+    """320 games: WR 320 samples; Gumbeldore 32 x 10; extra Hydra overrides come last."""
+    args = SCRIPT.parse(["--out", str(tmp_path), "--", "model=gomoku_net_v0"])
+    gd = SCRIPT.overrides("gd_mean", args)
+    assert gd[0] == "experiment=gomoku_gumbeldore_mean" and gd[-1] == "model=gomoku_net_v0"
+    assert "search.beam_width=32" in gd and "search.rounds=10" in gd
+    assert "search.num_samples=320" in SCRIPT.overrides("wr", args)
+    assert "trainer.max_epochs=300" in gd
+
+
+def test_rerunning_the_command_continues_a_real_run(tmp_path: Path) -> None:
+    """A tiny 5x5 Gumbeldore run of 1 epoch, then the same command with --max-epochs 2: the
+    run resumes from its last.ckpt and metrics.csv holds epochs 0 and 1, each once."""
+    base = ["--board", "5", "--samples", "4", "--rounds", "2", "--seeds", "0"]
+    base += ["--variants", "gd_mean", "--out", str(tmp_path / "tiny"), "--snapshot-s", "1"]
+    extra = ["--", "model=gomoku_net_tiny", "training.batches_per_epoch=2"]
+    extra += ["training.batch_size=8", "search.batch_size=25", "trainer.log_every_n_steps=1"]
+    SCRIPT.main([*base, "--max-epochs", "1", *extra])
+    args = SCRIPT.parse([*base, "--max-epochs", "2"])
+    assert SCRIPT.collect("gd_mean", 0, args)["epochs_done"] == 1
+    ckpt = SCRIPT.run_dir("gd_mean", 0, args) / "checkpoints" / "last.ckpt"
+    assert ckpt.is_file()
+    SCRIPT.main([*base, "--max-epochs", "2", *extra])
+    with open(metrics_of(args, "gd_mean", 0)) as f:
+        epochs = [int(r["epoch"]) for r in csv.DictReader(f) if r.get("val/wins")]
+    assert epochs == [0, 1]
+    log = (tmp_path / "tiny" / "gd_mean_seed0.log").read_text()
+    assert log.count("nco.train") == 2
+    result = json.loads((tmp_path / "tiny.json").read_text())
+    assert result["runs"][0]["status"] in ("censored", "solved")

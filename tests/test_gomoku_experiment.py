@@ -80,6 +80,34 @@ def test_experiment_configs_have_the_paper_settings() -> None:
     s = gd.search
     assert (s.method, s.beam_width, s.rounds, s.sigma, s.p_min) == ("gumbeldore", 32, 10, 5.0, 1.0)
     assert s["update"] == "global" and s.top_p is None and s.baseline == 0.0
+    assert s.advantage == "sum"
+    for cfg in (wr, gd):  # LightZero's AlphaZero net and rule bot v1 by default
+        assert cfg.problem.env.bot == "v1"
+        m = cfg.model
+        assert (m.channels, m.blocks, m.prediction_blocks) == (32, 1, 1)
+        assert (m.head_channels, m.head_hidden, m.zero_init) == (16, 32, True)
+
+
+def test_mean_advantage_experiment_is_the_authors_code_setting() -> None:
+    """gomoku_gumbeldore_mean: as gomoku_gumbeldore but step 1 and the mean result per edge
+    (the authors' advantage_constant 1, use_pure_outcomes, normalize_advantage_by_visit_count)."""
+    gd = compose_train(["experiment=gomoku_gumbeldore"])
+    mean = compose_train(["experiment=gomoku_gumbeldore_mean"])
+    assert (mean.search.sigma, mean.search.advantage) == (1.0, "mean")
+    for key in ("beam_width", "rounds", "p_min", "update", "baseline", "top_p"):
+        assert mean.search[key] == gd.search[key]
+    assert mean.training == gd.training and mean.model == gd.model
+
+
+def test_mean_advantage_quick_run_decodes_and_trains(tmp_path: Path) -> None:
+    """One tiny epoch with the mean advantage: the search config reaches the decoder."""
+    over = ["experiment=gomoku_gumbeldore_quick", "search.advantage=mean", "search.sigma=1.0"]
+    cfg = compose_train([*over, "trainer.max_epochs=1"], tmp_path)
+    trainer, module, dm = build(cfg)
+    trainer.fit(module, datamodule=dm)
+    assert len(dm.buffer) == 25 and len(read_val(tmp_path / "logs" / "metrics.csv")) == 1
+    with pytest.raises(ValueError, match="advantage"):
+        decode(module.policy, dm.env, dm.env.all_openings(), {**cfg.search, "advantage": "x"})
 
 
 def test_bad_tie_break_is_rejected(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from nco.search import greedy
 from problems.jssp import JSSPEnv, make_instances
 from problems.jssp.schedule import check_schedule
 from problems.tsp import TSPInstances
+from problems.tsp.io import tsplib_length
 from problems.tsp.solvers import solve_exact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -206,7 +207,7 @@ def test_bad_arguments_raise(files, overrides, message) -> None:
 )
 def test_tsplib_length_by_hand(points, kind, expected) -> None:
     """TSPLIB's integer distance conventions on tours computed by hand."""
-    assert solve.tsplib_length(np.array(points, float), [0, 1, 2], kind) == expected
+    assert tsplib_length(np.array(points, float), [0, 1, 2], kind) == expected
 
 
 def test_console_entry_point(files, monkeypatch) -> None:
@@ -256,7 +257,7 @@ def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
     """One row per file in the file's own metric (TSPLIB EUC_2D / ATT integer distances), the
     Euclidean length beside it, and the gap to an .opt.tour where one lies beside the file."""
     from nco import evaluate
-    from nco.solve import tsplib_length
+    from problems.tsp.io import tsplib_length
 
     folder = tmp_path / "lib"
     folder.mkdir()

@@ -13,6 +13,7 @@ from nco.search.solutions import Solutions
 from nco.search.trie import Trie
 
 UPDATES = ("global", "local", "none")
+ADVANTAGES = ("sum", "mean")
 
 
 def _check_positive(name: str, value: int) -> None:
@@ -224,6 +225,7 @@ def gumbeldore(
     generator: torch.Generator | None = None,
     top_p: float | None = None,
     baseline: float | None = None,
+    advantage: str = "sum",
 ) -> Solutions:
     """Round-wise SBS over a persistent trie with policy updates (paper Algorithm 2).
 
@@ -232,12 +234,21 @@ def gumbeldore(
     "none": plain round-wise sampling without replacement). The nucleus grows from `p_min`
     to 1 over the rounds; a given `top_p` instead fixes the nucleus for every round (the
     paper's inference setting). A `baseline` replaces the estimated mean in the global
-    advantage (f - baseline). Fewer sequences come back (padded) when the domain runs out.
+    advantage (f - baseline). `advantage` "sum" (paper eq. 6) shifts an edge's logit by sigma
+    x the advantages summed over every sequence through it; "mean" (global update only; the
+    authors' Gomoku setting `normalize_advantage_by_visit_count`) by sigma x their mean.
+    Fewer sequences come back (padded) when the domain runs out.
     """
     _check_positive("beam_width", beam_width)
     _check_positive("rounds", rounds)
     if update not in UPDATES:
         raise ValueError(f"Unknown update {update!r}; expected one of {', '.join(UPDATES)}.")
+    if advantage not in ADVANTAGES:
+        raise ValueError(
+            f"Unknown advantage {advantage!r}; expected one of {', '.join(ADVANTAGES)}."
+        )
+    if advantage == "mean" and update != "global":
+        raise ValueError(f"Expected update 'global' with advantage 'mean', got {update!r}.")
     if not 0.0 < p_min <= 1.0:
         raise ValueError(f"Expected p_min in (0, 1], got {p_min}.")
     if sigma < 0:
@@ -249,7 +260,8 @@ def gumbeldore(
     n, dev = roots.batch_size, roots.device
     max_steps = env.max_steps(instances)
     num_actions = env.action_mask(roots).shape[1]
-    trie = Trie(num_actions, dev, capacity=max(1024, rounds * n * beam_width * max_steps))
+    capacity = max(1024, rounds * n * beam_width * max_steps)
+    trie = Trie(num_actions, dev, capacity=capacity, mean_advantage=advantage == "mean")
     root_nodes = torch.full((n,), -1, dtype=torch.long, device=dev)
     shift = sigma if update != "none" else 0.0
     rounds_out: list[Leaves] = []

@@ -3,7 +3,9 @@
 Each expanded node holds, per child action: the policy log-probability (evaluated once), the
 unsampled log-mass (conditional on the node, under the unmodified policy) and the accumulated
 advantage. The sampling logits of a node are `logmass + sigma * adv`; nucleus truncation is
-applied per expansion by the decoder and never written here.
+applied per expansion by the decoder and never written here. With `mean_advantage`, the trie
+also counts the sequences that went through each edge and the logits use the mean advantage
+per edge, `logmass + sigma * adv / visits` (the authors' `normalize_advantage_by_visit_count`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,19 @@ import torch
 class Trie:
     """Flat tensor storage of expanded nodes across all instances of one search call."""
 
-    def __init__(self, num_actions: int, device: torch.device, capacity: int = 1024) -> None:
+    def __init__(
+        self,
+        num_actions: int,
+        device: torch.device,
+        capacity: int = 1024,
+        mean_advantage: bool = False,
+    ) -> None:
         self.num_actions = num_actions
         self.device = device
         self.size = 0
         self.logp, self.logmass, self.adv, self.child = self._alloc(capacity)
+        # sequences through each edge, only kept for the mean advantage
+        self.visits = self._alloc(capacity)[0] if mean_advantage else None
 
     def _alloc(self, rows: int) -> tuple[torch.Tensor, ...]:
         """Uninitialized storage for `rows` nodes (pages are touched only when written)."""
@@ -31,6 +41,10 @@ class Trie:
         for old, fresh in zip((self.logp, self.logmass, self.adv, self.child), new, strict=True):
             fresh[: self.size] = old[: self.size]
         self.logp, self.logmass, self.adv, self.child = new
+        if self.visits is not None:
+            visits = torch.empty_like(new[0])
+            visits[: self.size] = self.visits[: self.size]
+            self.visits = visits
 
     def add(self, logp: torch.Tensor) -> torch.Tensor:
         """Store newly expanded nodes with policy log-probabilities `logp` (M, A); return ids."""
@@ -42,15 +56,21 @@ class Trie:
         self.logmass[lo:hi] = logp
         self.adv[lo:hi] = 0.0
         self.child[lo:hi] = -1
+        if self.visits is not None:
+            self.visits[lo:hi] = 0.0
         self.size = hi
         return torch.arange(lo, hi, device=self.device)
 
     def logits(self, ids: torch.Tensor, sigma: float) -> torch.Tensor:
-        """Unnormalized sampling logits of `ids`: unsampled log-mass plus sigma x advantage."""
+        """Unnormalized sampling logits of `ids`: unsampled log-mass plus sigma x advantage
+        (the accumulated advantage, or its mean per visit with `mean_advantage`)."""
         mass = self.logmass[ids]
         if sigma == 0.0:
             return mass
-        return torch.where(mass > -torch.inf, mass + sigma * self.adv[ids], mass)
+        adv = self.adv[ids]
+        if self.visits is not None:
+            adv = adv / self.visits[ids].clamp_min(1.0)
+        return torch.where(mass > -torch.inf, mass + sigma * adv, mass)
 
     def remove_leaves(
         self, path: torch.Tensor, actions: torch.Tensor, lengths: torch.Tensor
@@ -77,8 +97,12 @@ class Trie:
     def add_advantage(
         self, path: torch.Tensor, actions: torch.Tensor, lengths: torch.Tensor, value: torch.Tensor
     ) -> None:
-        """Add each sequence's `value` (M,) to the advantage of every edge on its path."""
+        """Add each sequence's `value` (M,) to the advantage of every edge on its path (and
+        count the visit, with `mean_advantage`)."""
         steps = torch.arange(path.shape[1], device=path.device)
         on_path = steps.view(1, -1) < lengths.view(-1, 1)
         per_edge = value.view(-1, 1).expand_as(path)[on_path]
-        self.adv.index_put_((path[on_path], actions[on_path]), per_edge, accumulate=True)
+        edges = (path[on_path], actions[on_path])
+        self.adv.index_put_(edges, per_edge, accumulate=True)
+        if self.visits is not None:
+            self.visits.index_put_(edges, torch.ones_like(per_edge), accumulate=True)

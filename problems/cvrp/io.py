@@ -19,8 +19,11 @@ Accepted layouts:
   The demand list may start with the depot's 0 (n + 1 entries); `cost` gives the reference and
   `node_flag` the reference tour (customer order, then the via-depot flags).
 - `.vrp`: CVRPLIB (via `vrplib.read_instance`), one instance with NODE_COORD_SECTION and a single
-  depot; coordinates are kept as given (not scaled to the unit square) and costs are the env's
-  unrounded Euclidean ones.
+  depot; coordinates are kept as given (commands scale them into the unit square for policies).
+  `read_dataset` gives it with its own metric (EDGE_WEIGHT_TYPE EUC_2D: nint, as PyVRP's
+  `round_func="round"`; CEIL_2D, ATT, GEO; EXPLICIT matrices with coordinates), the integer
+  `weights` for the solvers, and as reference the cost of `<name>.sol` beside it in that metric
+  (else a best-known table entry, `nco.datasets.best_known`).
 """
 
 from __future__ import annotations
@@ -34,11 +37,14 @@ import numpy as np
 import torch
 import vrplib
 
+from nco.datasets import Dataset, best_known, npz_reference_source
 from nco.safe_io import RestrictedUnpickler, check_refs
 from problems.cvrp.generator import default_capacity
 from problems.cvrp.routes import tour_to_actions
 from problems.cvrp.types import CVRPInstances
 
+FIELDS = ("depot", "locs", "demands", "capacity")
+MAX_WEIGHT_NODES = 3000  # coordinate metrics: no (n, n) matrix beyond this (solvers go Euclidean)
 LEHD_MARKERS = ("depot", "customer", "capacity", "demand", "cost", "node_flag")
 
 
@@ -54,6 +60,9 @@ class _Raw:
     reference_field: str = "reference_costs"
     tour_nodes: Any = None
     tour_flags: Any = None
+    name: str | None = None  # CVRPLIB NAME
+    metric: str | None = None  # CVRPLIB EDGE_WEIGHT_TYPE
+    weights: Any = None  # (n + 1, n + 1) distances, depot first
 
 
 def load_cvrp(path: str | os.PathLike) -> tuple[CVRPInstances, np.ndarray | None]:
@@ -318,6 +327,19 @@ def _parse_lehd_line(line: str, lineno: int, path: Path) -> dict[str, list[float
 
 
 def _read_cvrplib(path: Path) -> _Raw:
+    from problems.tsp.io import COORD_METRICS, tsplib_weights
+
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the file ({e}).") from e
+    for line in text.splitlines():
+        word = line.strip().split(":")[0].strip().upper()
+        if word.endswith("_SECTION") and word not in CVRPLIB_SECTIONS:
+            raise ValueError(
+                f"{path}: section {word} is not supported; expected only "
+                f"{', '.join(CVRPLIB_SECTIONS)}."
+            )
     try:
         data = vrplib.read_instance(path, compute_edge_weights=False)
     except Exception as e:  # vrplib raises assorted errors on malformed files
@@ -325,6 +347,12 @@ def _read_cvrplib(path: Path) -> _Raw:
     for key in ("node_coord", "demand", "capacity"):
         if key not in data:
             raise ValueError(f"{path}: missing field '{key.upper()}' (CVRPLIB section).")
+    metric = str(data.get("edge_weight_type", "EUC_2D"))
+    if metric not in (*COORD_METRICS, "EXPLICIT"):
+        raise ValueError(
+            f"{path}: field EDGE_WEIGHT_TYPE expected one of {', '.join(COORD_METRICS)}, "
+            f"EXPLICIT; got {metric!r}."
+        )
     depots = np.atleast_1d(np.asarray(data.get("depot", [0])))
     if depots.size != 1:
         raise ValueError(f"{path}: field 'DEPOT_SECTION' expected one depot, got {depots.size}.")
@@ -339,12 +367,110 @@ def _read_cvrplib(path: Path) -> _Raw:
     if not 0 <= d < len(coords):
         raise ValueError(f"{path}: field 'DEPOT_SECTION' names node {d + 1}, not in the file.")
     customers = np.delete(np.arange(len(coords)), d)
+    order = np.concatenate([[d], customers])  # depot first, as the env numbers nodes
+    weights = None
+    if metric == "EXPLICIT":
+        if "edge_weight" not in data:
+            raise ValueError(f"{path}: EDGE_WEIGHT_TYPE EXPLICIT expected an EDGE_WEIGHT_SECTION.")
+        full = np.asarray(data["edge_weight"], dtype=np.float64)
+        if full.shape != (len(coords), len(coords)):
+            raise ValueError(
+                f"{path}: field EDGE_WEIGHT_SECTION expected a {len(coords)}x{len(coords)} "
+                f"matrix (vrplib reads FULL_MATRIX and LOWER_ROW), got {full.shape}."
+            )
+        weights = full[np.ix_(order, order)]
+        if (weights == np.round(weights)).all():
+            weights = weights.astype(np.int64)
+    elif len(coords) <= MAX_WEIGHT_NODES:
+        weights = tsplib_weights(coords[order], metric)
     return _Raw(
         depot=coords[d][None],
         locs=coords[customers][None],
         demands=demand[customers][None],
         capacity=np.array([float(data["capacity"])]),
+        name=str(data.get("name", path.stem)),
+        metric=metric,
+        weights=None if weights is None else weights[None],
     )
+
+
+CVRPLIB_SECTIONS = (
+    "NODE_COORD_SECTION",
+    "DEMAND_SECTION",
+    "DEPOT_SECTION",
+    "EDGE_WEIGHT_SECTION",
+    "DISPLAY_DATA_SECTION",
+)
+
+
+def read_dataset(path: str | os.PathLike) -> Dataset:
+    """Any CVRP file as a `Dataset`; a CVRPLIB .vrp file in its own metric (module docstring)."""
+    path = Path(path)
+    raw = _read(path)
+    instances = _check_instances(path, raw)
+    arrays = {f: getattr(instances, f).numpy() for f in FIELDS}
+    refs, source = None, None
+    if raw.references is not None:
+        refs = check_refs(np.asarray(raw.references), len(instances), path, raw.reference_field)
+        source = path.name
+        if path.suffix.lower() == ".npz":
+            source = npz_reference_source(path) or source
+    if raw.metric is None:
+        return Dataset("cvrp", str(path), arrays, refs, source)
+    if raw.weights is not None:
+        arrays["weights"] = raw.weights
+    instance = {k: v[0] for k, v in arrays.items()}
+    sol_file = path.with_suffix(".sol")
+    if sol_file.is_file():
+        refs, source = np.array([_solution_cost(sol_file, instance, raw.metric)]), sol_file.name
+    elif (known := best_known(path, raw.name or path.stem)) is not None:
+        refs, source = np.array([known[0]]), known[1]
+    return Dataset(
+        "cvrp", str(path), arrays, refs, source, names=[raw.name or path.stem], metric=raw.metric
+    )
+
+
+def _solution_cost(sol_file: Path, instance: dict[str, np.ndarray], metric: str) -> float:
+    """The cost of a CVRPLIB .sol file's routes in `metric`, checked for feasibility."""
+    from problems.cvrp.solvers import check_routes
+
+    try:
+        sol = vrplib.read_solution(str(sol_file))
+    except Exception as e:
+        raise ValueError(f"{sol_file}: not a readable CVRPLIB solution ({e}).") from e
+    routes = sol.get("routes")
+    if not routes:
+        raise ValueError(f"{sol_file}: field 'Route #k' expected at least one route.")
+    routes = [[int(c) for c in route] for route in routes]
+    try:
+        check_routes(np.asarray(instance["demands"]), int(instance["capacity"]), routes)
+    except ValueError as e:
+        raise ValueError(
+            f"{sol_file}: field 'Route #k' is not a solution of the instance: {e}"
+        ) from e
+    cost = metric_cost(instance, routes, metric)
+    stated = sol.get("cost")
+    if stated is not None and abs(float(stated) - cost) > 1e-6 * max(1.0, abs(cost)):
+        raise ValueError(
+            f"{sol_file}: field 'Cost' says {stated} but its routes cost {cost} in {metric}."
+        )
+    return float(cost)
+
+
+def metric_cost(instance: dict[str, np.ndarray], routes: list[list[int]], metric: str) -> float:
+    """Total route length in a library metric (the file's `weights` when it has them)."""
+    from problems.tsp.io import edge_lengths
+
+    weights = instance.get("weights")
+    nodes = np.vstack([np.reshape(instance["depot"], (1, 2)), instance["locs"]])
+    total = 0.0
+    for route in routes:
+        path = np.array([0, *route, 0])
+        if weights is not None:
+            total += float(np.asarray(weights)[path[:-1], path[1:]].sum())
+        else:
+            total += float(edge_lengths(nodes[path[:-1]], nodes[path[1:]], metric).sum())
+    return int(total) if total.is_integer() else total
 
 
 def _require(arrays: dict[str, np.ndarray], keys: tuple[str, ...], path: Path) -> None:

@@ -6,7 +6,10 @@ around HGS's local search operators; it replaced the hybrid genetic search in Py
 Every solver follows `nco.solver.Solver`: it takes one instance `{"depot": (2,), "locs": (n, 2),
 "demands": (n,) integers, "capacity": ()}`, a time limit in seconds and a seed, and returns the
 routes as lists of 1-based customer ids (depot = 0 is implicit at both ends of each route) with
-the total distance recomputed in float64 from exact Euclidean distances.
+the total distance recomputed in float64 from exact Euclidean distances. An instance read from a
+CVRPLIB file also holds `weights` (n + 1, n + 1, depot first), the file's own distances
+(EUC_2D rounded as PyVRP's `round_func="round"`, CEIL_2D, ATT, GEO, EXPLICIT): the solvers then
+optimise those directly and return the cost in them.
 """
 
 from __future__ import annotations
@@ -66,18 +69,36 @@ def check_routes(demands: np.ndarray, capacity: int, routes: list[list[int]]) ->
             raise ValueError(f"CVRP routes: route {route} carries {load} > capacity {capacity}.")
 
 
-def _scaled_distances(depot: np.ndarray, locs: np.ndarray) -> np.ndarray:
+def _scaled_distances(
+    depot: np.ndarray, locs: np.ndarray, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """Integer arc costs: the file's own `weights` when integral, else distances x SCALE."""
+    if weights is not None:
+        weights = np.asarray(weights)
+        n = len(locs) + 1
+        if weights.shape != (n, n) or (weights < 0).any():
+            raise ValueError(f"CVRP instance: expected 'weights' ({n}, {n}) >= 0.")
+        if (weights == np.round(weights)).all():
+            return weights.astype(np.int64)
+        return np.rint(weights * SCALE).astype(np.int64)
     nodes = np.vstack([depot[None, :], locs])
     dist = np.sqrt(((nodes[:, None, :] - nodes[None, :, :]) ** 2).sum(-1))
     return np.rint(dist * SCALE).astype(np.int64)
 
 
-def _result(instance_data: tuple, routes: list[list[int]], start: float) -> SolverResult:
+def _result(
+    instance_data: tuple, routes: list[list[int]], start: float, weights: np.ndarray | None = None
+) -> SolverResult:
     depot, locs, demands, capacity = instance_data
     routes = [r for r in routes if r]
     check_routes(demands, capacity, routes)
     elapsed = time.perf_counter() - start
-    return SolverResult(routes_cost(depot, locs, routes), routes, elapsed, status="heuristic")
+    if weights is None:
+        cost = routes_cost(depot, locs, routes)
+    else:
+        w = np.asarray(weights, np.float64)
+        cost = float(sum(w[np.r_[0, r], np.r_[r, 0]].sum() for r in routes))
+    return SolverResult(cost, routes, elapsed, status="heuristic")
 
 
 def solve_hgs(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
@@ -90,7 +111,8 @@ def solve_hgs(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> 
     depot, locs, demands, capacity = fields
     start = time.perf_counter()
     n = len(locs)
-    dist = _scaled_distances(depot, locs)
+    weights = instance.get("weights")
+    dist = _scaled_distances(depot, locs, weights)
     nodes = np.vstack([depot[None, :], locs])
     data = pyvrp.ProblemData(
         locations=[pyvrp.Location(float(x), float(y)) for x, y in nodes],
@@ -108,7 +130,7 @@ def solve_hgs(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> 
     if not res.is_feasible():
         raise RuntimeError("PyVRP found no feasible CVRP solution.")
     routes = [[act.idx + 1 for act in route if act.is_client()] for route in res.best.routes()]
-    return _result(fields, routes, start)
+    return _result(fields, routes, start, weights)
 
 
 def _fleet_size(demands: np.ndarray, capacity: int) -> int:
@@ -134,7 +156,8 @@ def solve_ortools(instance: dict[str, np.ndarray], time_limit: float, seed: int)
     depot, locs, demands, capacity = fields
     start = time.perf_counter()
     n = len(locs)
-    dist = _scaled_distances(depot, locs).tolist()
+    weights = instance.get("weights")
+    dist = _scaled_distances(depot, locs, weights).tolist()
     load = [0, *demands.tolist()]
     vehicles = _fleet_size(demands, capacity)
     manager = pywrapcp.RoutingIndexManager(n + 1, vehicles, 0)
@@ -166,7 +189,7 @@ def solve_ortools(instance: dict[str, np.ndarray], time_limit: float, seed: int)
             route.append(manager.IndexToNode(index))
             index = solution.Value(routing.NextVar(index))
         routes.append(route)
-    return _result(fields, routes, start)
+    return _result(fields, routes, start, weights)
 
 
 SOLVERS: dict[str, Solver] = {"hgs": solve_hgs, "ortools": solve_ortools}

@@ -1,10 +1,13 @@
 """Gomoku (five in a row) against a deterministic rule-based bot: the paper's toy problem (C.4)."""
 
-from nco.registry import register
+from nco.problem import Problem
+from nco.registry import register_problem
 from problems.gomoku.env import GomokuEnv
 from problems.gomoku.types import GomokuInstances, GomokuState
 
-__all__ = ["GomokuEnv", "GomokuInstances", "GomokuState"]
+__all__ = ["PROBLEM", "GomokuEnv", "GomokuInstances", "GomokuState"]
 
-register("env", GomokuEnv)
-register("instances", GomokuInstances)
+PROBLEM = Problem(
+    name="gomoku", env=GomokuEnv, instances=GomokuInstances, default_model="default_gomoku"
+)
+register_problem(PROBLEM)

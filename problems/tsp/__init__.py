@@ -1,10 +1,10 @@
 """Euclidean TSP in the BQ tail sub-problem form."""
 
-from nco.registry import register
+from nco.registry import register_problem
 from problems.tsp.env import TSPEnv
+from problems.tsp.problem import PROBLEM
 from problems.tsp.types import TSPInstances, TSPState
 
-__all__ = ["TSPEnv", "TSPInstances", "TSPState"]
+__all__ = ["PROBLEM", "TSPEnv", "TSPInstances", "TSPState"]
 
-register("env", TSPEnv)
-register("instances", TSPInstances)
+register_problem(PROBLEM)

@@ -2,7 +2,10 @@
 
 Every solver follows `nco.solver.Solver`: it takes `{"coords": (n, 2)}`, a time limit in seconds
 and a seed, and returns the tour (0-based node order starting at node 0) with its length
-recomputed in float64 from exact Euclidean distances.
+recomputed in float64 from exact Euclidean distances. An instance read from a TSPLIB file also
+holds `weights` (n, n), the file's own distances (EUC_2D, CEIL_2D, ATT, GEO, EXPLICIT): every
+solver then optimises those (LKH-3 as an EXPLICIT FULL_MATRIX problem) and returns the tour's
+length in them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,26 @@ def instance_coords(instance: dict[str, np.ndarray]) -> np.ndarray:
     return coords
 
 
+def instance_weights(instance: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The file's own (n, n) distances when the instance has them, checked; else None."""
+    if "weights" not in instance:
+        return None
+    n = len(instance["coords"])
+    weights = np.asarray(instance["weights"])
+    if weights.shape != (n, n) or weights.dtype.kind not in "iuf" or (weights < 0).any():
+        raise ValueError(f"TSP instance: expected 'weights' (n, n) >= 0, got {weights.shape}.")
+    return weights
+
+
+def _length(coords: np.ndarray, weights: np.ndarray | None, tour: list[int]) -> float:
+    """The tour's length in the instance's own distances (`weights`), else Euclidean."""
+    if weights is None:
+        return tour_length(coords, tour)
+    order = np.asarray(tour)
+    tour_length(coords, tour)  # checks the permutation
+    return float(weights[order, np.roll(order, -1)].sum())
+
+
 def distance_matrix(coords: np.ndarray) -> np.ndarray:
     """Exact Euclidean distances (n, n) in float64."""
     diff = coords[:, None, :] - coords[None, :, :]
@@ -63,8 +86,15 @@ def _rotate_to_zero(tour: list[int]) -> list[int]:
     return tour[k:] + tour[:k]
 
 
-def _lkh_tour(coords: np.ndarray, seed: int, runs: int, time_limit: float | None) -> list[int]:
-    """LKH-3 on integer coordinates (coords * LKH_SCALE rounded, EUC_2D).
+def _lkh_tour(
+    coords: np.ndarray,
+    seed: int,
+    runs: int,
+    time_limit: float | None,
+    weights: np.ndarray | None = None,
+) -> list[int]:
+    """LKH-3 on integer coordinates (coords * LKH_SCALE rounded, EUC_2D), or on `weights` as an
+    EXPLICIT FULL_MATRIX (rounded to integers, scaled by LKH_SCALE first if not integral).
 
     Calls `elkai._elkai.solve_problem` directly: it is what `elkai.Coordinates2D.solve_tsp`
     calls, but takes the full parameter text, so SEED and TIME_LIMIT can be set.
@@ -77,13 +107,21 @@ def _lkh_tour(coords: np.ndarray, seed: int, runs: int, time_limit: float | None
             "pip install 'nco[lkh]'; or use solver=exact / solver=ortools "
             "(training: problem.reference_solver=problems.tsp.solvers.solve_exact)."
         ) from err
-    scaled = np.rint(coords * LKH_SCALE).astype(np.int64)
-    lines = [f"{k + 1} {x} {y}" for k, (x, y) in enumerate(scaled.tolist())]
-    problem = (
-        f"TYPE : TSP\nDIMENSION : {len(coords)}\nEDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n"
-        + "\n".join(lines)
-        + "\nEOF\n"
-    )
+    if weights is not None:
+        integral = bool((weights == np.round(weights)).all())
+        matrix = np.rint(weights if integral else weights * LKH_SCALE).astype(np.int64)
+        rows = "\n".join(" ".join(map(str, row)) for row in matrix.tolist())
+        problem = (
+            f"TYPE : TSP\nDIMENSION : {len(coords)}\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+            f"EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n{rows}\nEOF\n"
+        )
+    else:
+        scaled = np.rint(coords * LKH_SCALE).astype(np.int64)
+        lines = [f"{k + 1} {x} {y}" for k, (x, y) in enumerate(scaled.tolist())]
+        problem = (
+            f"TYPE : TSP\nDIMENSION : {len(coords)}\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+            "NODE_COORD_SECTION\n" + "\n".join(lines) + "\nEOF\n"
+        )
     params = f"RUNS = {runs}\nSEED = {max(int(seed), 1)}\n"
     if time_limit is not None:
         params += f"TIME_LIMIT = {max(time_limit, 0.01):.3f}\n"
@@ -113,13 +151,14 @@ def _two_opt_tour(coords: np.ndarray) -> list[int]:
     return _rotate_to_zero(t.tolist())
 
 
-def _incumbent(coords: np.ndarray, seed: int) -> list[int]:
-    """The exact solver's first tour: LKH-3 where elkai is installed, else 2-opt."""
+def _incumbent(coords: np.ndarray, seed: int, weights: np.ndarray | None = None) -> list[int]:
+    """The exact solver's first tour: LKH-3 (on `weights` when given) where elkai is installed,
+    else 2-opt on the coordinates (any tour is a valid incumbent)."""
     try:
         import elkai  # noqa: F401
     except ImportError:
         return _two_opt_tour(coords)
-    return _lkh_tour(coords, seed, runs=1, time_limit=None)
+    return _lkh_tour(coords, seed, runs=1, time_limit=None, weights=weights)
 
 
 def solve_lkh(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
@@ -129,10 +168,11 @@ def solve_lkh(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> 
     n = 100 and tens of seconds at n = 2000). Seeds below 1 are mapped to 1.
     """
     coords = instance_coords(instance)
+    weights = instance_weights(instance)
     start = time.perf_counter()
-    tour = _lkh_tour(coords, seed, LKH_RUNS, time_limit)
+    tour = _lkh_tour(coords, seed, LKH_RUNS, time_limit, weights)
     elapsed = time.perf_counter() - start
-    return SolverResult(tour_length(coords, tour), tour, elapsed, status="heuristic")
+    return SolverResult(_length(coords, weights, tour), tour, elapsed, status="heuristic")
 
 
 def solve_ortools(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
@@ -142,9 +182,14 @@ def solve_ortools(instance: dict[str, np.ndarray], time_limit: float, seed: int)
     unused.
     """
     coords = instance_coords(instance)
+    weights = instance_weights(instance)
     start = time.perf_counter()
     n = len(coords)
-    cost = np.rint(distance_matrix(coords) * SCALE).astype(np.int64).tolist()
+    if weights is not None and (weights == np.round(weights)).all():
+        cost = np.asarray(weights, np.int64).tolist()
+    else:
+        dist = distance_matrix(coords) if weights is None else np.asarray(weights, np.float64)
+        cost = np.rint(dist * SCALE).astype(np.int64).tolist()
     manager = pywrapcp.RoutingIndexManager(n, 1, 0)
     routing = pywrapcp.RoutingModel(manager)
 
@@ -166,7 +211,7 @@ def solve_ortools(instance: dict[str, np.ndarray], time_limit: float, seed: int)
         tour.append(manager.IndexToNode(index))
         index = solution.Value(routing.NextVar(index))
     elapsed = time.perf_counter() - start
-    return SolverResult(tour_length(coords, tour), tour, elapsed, status="heuristic")
+    return SolverResult(_length(coords, weights, tour), tour, elapsed, status="heuristic")
 
 
 def _components(n: int, iu: np.ndarray, ju: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -320,7 +365,8 @@ def _edges_to_tour(n: int, iu: np.ndarray, ju: np.ndarray, chosen: np.ndarray) -
 
 
 def solve_exact(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> SolverResult:
-    """Branch-and-cut with lazy DFJ subtour cuts on OR-Tools' MIP (CBC), exact float64 costs.
+    """Branch-and-cut with lazy DFJ subtour cuts on OR-Tools' MIP (CBC), exact float64 costs
+    (the instance's `weights` when it has them).
 
     An LKH-3 tour (2-opt without the optional elkai) is the incumbent. The subtour LP (GLOP,
     cuts from components and min-cut phases) gives a bound and reduced costs; edges whose
@@ -329,12 +375,13 @@ def solve_exact(instance: dict[str, np.ndarray], time_limit: float, seed: int) -
     incumbent is returned with the best bound.
     """
     coords = instance_coords(instance)
+    weights = instance_weights(instance)
     start = time.perf_counter()
     deadline = _Deadline(time_limit)
     n = len(coords)
-    dist = distance_matrix(coords)
-    tour = _incumbent(coords, seed)
-    best = tour_length(coords, tour)
+    dist = distance_matrix(coords) if weights is None else np.asarray(weights, np.float64)
+    tour = _incumbent(coords, seed, weights)
+    best = _length(coords, weights, tour)
     iu, ju = np.triu_indices(n, 1)
 
     def result(bound: float | None, status: str) -> SolverResult:
@@ -370,7 +417,7 @@ def solve_exact(instance: dict[str, np.ndarray], time_limit: float, seed: int) -
         labels = _components(n, iu, ju, chosen.astype(np.float64))
         if labels.max() == 0:
             candidate = _rotate_to_zero(_edges_to_tour(n, iu, ju, chosen))
-            length = tour_length(coords, candidate)
+            length = _length(coords, weights, candidate)
             if length < best:
                 tour, best = candidate, length
             return result(min(bound, best), "optimal")
