@@ -48,8 +48,9 @@ def test_nco_baseline(tmp_path: Path, tsp_file: Path) -> None:
 def test_nco_eval_and_nco_solve(tmp_path: Path, tsp_file: Path) -> None:
     """nco-eval scores a dataset and nco-solve one instance with the shipped checkpoint."""
     out = tmp_path / "e.json"
-    run("nco-eval", f"checkpoint={CHECKPOINT}", f"data={tsp_file}", "search=greedy",
-        f"out={out}", "progress=false", cwd=tmp_path)  # fmt: skip
+    proc = run("nco-eval", f"checkpoint={CHECKPOINT}", f"data={tsp_file}", "search=greedy",
+               f"out={out}", "progress=false", cwd=tmp_path)  # fmt: skip
+    assert "Average" in proc.stdout
     assert len(json.loads(out.read_text())["objectives"]) == 3
     sol = tmp_path / "s.json"
     run("nco-solve", f"instance={tsp_file}", f"checkpoint={CHECKPOINT}", f"out={sol}",

@@ -57,6 +57,8 @@ def test_wheel_finds_configs_and_shipped_data(wheel_venv: Path, tmp_path: Path) 
         "assert (p.CONFIG_DIR / 'model' / 'default_cvrp.yaml').is_file()\n"
         "assert (p.DATA_DIR / 'checkpoints' / 'tsp20_quick' / 'manifest.json').is_file()\n"
         "assert (p.DATA_DIR / 'references' / 'manifest.json').is_file()\n"
+        "from problems.jssp.taillard import BOUNDS_CSV\n"
+        "assert BOUNDS_CSV.is_file() and BOUNDS_CSV.is_relative_to(p.DATA_DIR), BOUNDS_CSV\n"
     )
     lines = sh(wheel_venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env).splitlines()
     for line in lines:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import csv
 import re
-from pathlib import Path
 
 import torch
 
+from nco.paths import DATA_DIR
 from problems.jssp.taillard_seeds import TAILLARD_SEEDS
 from problems.jssp.types import JSSPInstances, make_instances
 
-BOUNDS_CSV = Path(__file__).resolve().parents[2] / "data" / "jssp" / "taillard_bounds.csv"
+BOUNDS_CSV = DATA_DIR / "jssp" / "taillard_bounds.csv"  # shipped in the wheel too (nco.paths)
 
 _A, _M, _Q, _R = 16807, 2**31 - 1, 127773, 2836  # Park-Miller; q = m // a, r = m % a (Schrage)
 
