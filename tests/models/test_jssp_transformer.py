@@ -16,10 +16,10 @@ from problems.jssp import JSSPEnv, JSSPInstances, JSSPState
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 
 
-def tiny_net(seed: int = 0) -> JSSPTransformer:
+def tiny_net(seed: int = 0, form: str = "paper") -> JSSPTransformer:
     """A tiny network with non-zero ReZero gates, so that every attention layer matters."""
     torch.manual_seed(seed)
-    net = JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32)
+    net = JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32, form=form)
     for name, param in net.named_parameters():
         if "alpha" in name:
             torch.nn.init.uniform_(param, 0.5, 1.0)
@@ -60,10 +60,13 @@ def paper_logits(net: JSSPTransformer, state: JSSPState) -> torch.Tensor:
         state.job_ready,
         state.machine_ready.gather(1, state.machines.gather(2, nxt[..., None])[..., 0]),
     )
-    ready = ready - ready.masked_fill(~unfinished, float("inf")).amin(1, keepdim=True)
-    ready = ready.masked_fill(~unfinished, 0.0)
+    if net.form == "paper":  # eq. 33 over all jobs; a finished job's r uses its last machine
+        ready = ready - ready.amin(1, keepdim=True)
+    else:
+        ready = ready - ready.masked_fill(~unfinished, float("inf")).amin(1, keepdim=True)
+        ready = ready.masked_fill(~unfinished, 0.0)
     feats = torch.stack([state.durations, ready[..., None].expand(b, j, m)], -1).float() / 100
-    x = net.embed(feats) + sinusoidal_encoding(torch.arange(m), d)
+    x = net.embed(feats) + sinusoidal_encoding(torch.arange(m), d, net.form == "paper")
     scheduled = torch.arange(m) < state.next_op[..., None]
     slopes = torch.tensor([2 ** (-8 * (k + 1) / net.heads) for k in range(net.heads)])
     offsets = torch.arange(m)[None, :] - torch.arange(m)[:, None]  # key index - query index
@@ -84,12 +87,13 @@ def paper_logits(net: JSSPTransformer, state: JSSPState) -> torch.Tensor:
     return logits.masked_fill(~unfinished, float("-inf"))
 
 
+@pytest.mark.parametrize("form", ["paper", "nco1"])
 @pytest.mark.parametrize("steps", [0, 9, 19])
-def test_folded_network_equals_paper_formulation(steps: int) -> None:
+def test_folded_network_equals_paper_formulation(steps: int, form: str) -> None:
     """Folding machines into the batch computes the same logits as full J*M masked attention."""
     env = JSSPEnv(5, 4)
     state = mid_episode(env, env.generate(3, torch.Generator().manual_seed(8)), steps, seed=3)
-    net = tiny_net(1)
+    net = tiny_net(1, form)
     with torch.no_grad():
         torch.testing.assert_close(net(state), paper_logits(net, state), atol=1e-5, rtol=0)
 
