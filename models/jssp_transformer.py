@@ -60,15 +60,15 @@ class JSSPTransformer(nn.Module):
         self.precision = precision
         self.form = form
         self.embed = nn.Linear(2, dim)
-        form = (activation, rezero)
+        layer = (activation, rezero)
         self.job_layers = nn.ModuleList(
-            ReZeroLayer(dim, heads, ff_dim, *form) for _ in range(pairs)
+            ReZeroLayer(dim, heads, ff_dim, *layer) for _ in range(pairs)
         )
         self.machine_layers = nn.ModuleList(
-            ReZeroLayer(dim, heads, ff_dim, *form) for _ in range(pairs)
+            ReZeroLayer(dim, heads, ff_dim, *layer) for _ in range(pairs)
         )
-        self.final = ReZeroLayer(dim, heads, ff_dim, *form)
-        self.head = nn.Linear(dim, 1, bias=form == "paper")  # nco1: a shift cancels in softmax
+        self.final = ReZeroLayer(dim, heads, ff_dim, *layer)
+        self.head = nn.Linear(dim, 1, bias=self.form == "paper")  # nco1: a shift cancels in softmax
         self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
 
     def forward(self, state: JSSPState) -> torch.Tensor:
