@@ -195,3 +195,17 @@ def test_hydra_configs_instantiate(name: str, dim: int, pairs: int) -> None:
     with torch.no_grad():
         logits = net(env.reset(env.generate(2, torch.Generator().manual_seed(0))))
     assert logits.shape == (2, 3) and bool(torch.isfinite(logits).all())
+
+
+def test_shipped_checkpoint_keeps_its_form_and_schedules() -> None:
+    """data/checkpoints/jssp_small (format 1) loads as form nco1 with ReLU / separate ReZero and
+    gives the greedy makespans measured before the paper form became the default."""
+    from nco import checkpoint
+    from nco.search import greedy
+
+    path = Path(__file__).resolve().parents[2] / "data" / "checkpoints" / "jssp_small" / "best.pt"
+    loaded = checkpoint.load(path)
+    assert (loaded.model["form"], loaded.model["activation"]) == ("nco1", "relu")
+    instances = loaded.env.generate(8, torch.Generator().manual_seed(5))
+    makespans = -greedy(loaded.policy, loaded.env, instances).best().objective
+    assert makespans.tolist() == [509.0, 521.0, 559.0, 467.0, 578.0, 483.0, 488.0, 490.0]
