@@ -1,7 +1,7 @@
 """BQ-NCO policy for the CVRP tail sub-problem (Drakulic et al. 2023; Gumbeldore paper D.3.2).
 
-Each call embeds the origin, the depot and the remaining customers of a `CVRPState` as 4-d
-vectors (x, y, demand / capacity, free capacity / capacity), marks the origin and the depot with
+Each call embeds the depot, the origin and the remaining customers of a `CVRPState` as 4-d
+vectors (x, y, demand / capacity, free capacity / capacity), marks the depot and the origin with
 learned vectors, runs a ReZero transformer without positional encoding and gives every remaining
 customer two logits: go there directly, or via the depot.
 """
@@ -16,6 +16,7 @@ from problems.cvrp.env import action_mask
 from problems.cvrp.types import CVRPState
 
 PRECISIONS = ("fp32", "bf16")
+FORMS = ("paper", "nco1")
 
 
 def nearest_remaining(
@@ -71,6 +72,14 @@ class BQCVRPPolicy(nn.Module):
     knn
         If set, only the `knn` remaining customers nearest to the origin become tokens when more
         than `knn` remain; the others get -inf (paper D.3.3 uses 250 at inference).
+    activation, rezero
+        The layers' form (`models.layers.ReZeroLayer`).
+    form
+        "paper" (default): the authors' tokens (cvrp/bq_network.py): [depot, origin, remaining],
+        where the origin keeps its demand and, at the depot, the origin token is left out and
+        the depot carries both markers (`markers[0]` depot, `markers[1]` origin). "nco1": nco's
+        tokens before checkpoint format 3: [origin, depot, remaining], origin demand 0 and an
+        origin token even at the depot (`markers[0]` origin, `markers[1]` depot).
     """
 
     def __init__(
@@ -83,9 +92,12 @@ class BQCVRPPolicy(nn.Module):
         knn: int | None = None,
         activation: str = "gelu",
         rezero: str = "shared",
+        form: str = "paper",
     ) -> None:
         super().__init__()
         check_layer_options("BQCVRPPolicy", activation, rezero)
+        if form not in FORMS:
+            raise ValueError(f"BQCVRPPolicy: expected form in {FORMS}, got {form!r}.")
         check_sizes(
             "BQCVRPPolicy", precision, knn, dim=dim, layers=layers, heads=heads, ff_dim=ff_dim
         )
@@ -93,8 +105,9 @@ class BQCVRPPolicy(nn.Module):
             raise ValueError(f"BQCVRPPolicy: expected dim divisible by heads, got {dim}, {heads}.")
         self.precision = precision
         self.knn = knn
+        self.form = form
         self.embed = nn.Linear(4, dim)
-        self.markers = nn.Parameter(torch.randn(2, dim))  # origin, depot
+        self.markers = nn.Parameter(torch.randn(2, dim))  # paper: depot, origin; nco1: swapped
         self.encoder = ReZeroEncoder(dim, heads, ff_dim, layers, activation, rezero)
         self.head = nn.Linear(dim, 2)  # direct, via depot
 
@@ -102,16 +115,33 @@ class BQCVRPPolicy(nn.Module):
         """Float32 logits (B, 2n): head scores of feasible candidate actions, -inf elsewhere."""
         cand = nearest_remaining(state.coords, state.origin, state.remaining, self.knn)
         depot = torch.zeros_like(state.origin)
-        nodes = torch.cat([state.origin.view(-1, 1), depot.view(-1, 1), cand], dim=1)
+        paper = self.form == "paper"
+        ends = [depot, state.origin] if paper else [state.origin, depot]
+        nodes = torch.cat([ends[0].view(-1, 1), ends[1].view(-1, 1), cand], dim=1)
         pts = state.coords.gather(1, nodes.unsqueeze(-1).expand(-1, -1, 2))
         demand = state.norm_demands.gather(1, nodes)
-        demand[:, :2] = 0.0  # origin (already served) and depot carry no demand
+        if not paper:
+            demand[:, 0] = 0.0  # nco1: the origin (already served) carries no demand
         free = state.norm_free.view(-1, 1).expand_as(demand)
         feats = torch.cat([pts, demand.unsqueeze(-1), free.unsqueeze(-1)], dim=-1)
+        at_depot = state.origin == 0
+        keys = None  # paper form at the depot: no origin token (dropped, or masked as a key)
         on = self.precision == "bf16"
         with torch.autocast(state.coords.device.type, torch.bfloat16, enabled=on):
             x = self.embed(feats.to(self.embed.weight.dtype))
-            x = torch.cat([x[:, :2] + self.markers.to(x.dtype), x[:, 2:]], dim=1)
-            scores = self.head(self.encoder(x)[:, 2:])
+            marks = self.markers.to(x.dtype)
+            if paper:
+                first = x[:, 0] + marks[0] + at_depot.unsqueeze(-1) * marks[1]
+                x = torch.cat([first.unsqueeze(1), x[:, 1:2] + marks[1], x[:, 2:]], dim=1)
+                if bool(at_depot.all()):
+                    x = torch.cat([x[:, :1], x[:, 2:]], dim=1)
+                elif bool(at_depot.any()):
+                    keys = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+                    keys[:, 1] = ~at_depot
+                    keys = keys.view(-1, 1, 1, x.shape[1])
+            else:
+                x = torch.cat([x[:, :2] + marks, x[:, 2:]], dim=1)
+            out = self.encoder(x, keys)
+            scores = self.head(out[:, out.shape[1] - cand.shape[1] :])
         logits = scatter_pairs(scores, cand, state.num_customers)
         return logits.masked_fill(~action_mask(state), float("-inf"))

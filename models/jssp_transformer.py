@@ -8,6 +8,10 @@ machine holds exactly one operation per job, so machines fold into the batch as 
 the same attention as a J*M sequence masked to equal machines, at a fraction of the cost.
 Scheduled operations are masked as keys (each operation still sees itself, so no row is empty).
 A last layer runs over the jobs' next operations and a linear head gives one logit per job.
+
+`form="paper"` (default) is the authors' network (jssp/network.py) exactly: interleaved sin/cos
+encoding, min r over all jobs (a finished job's r uses the machine of its last operation, as in
+their code) and a head with bias. `form="nco1"` is nco's form before checkpoint format 3.
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ from models.layers import ReZeroLayer, alibi_slopes, check_layer_options, sinuso
 from problems.jssp.types import JSSPState
 
 PRECISIONS = ("fp32", "bf16")
+FORMS = ("paper", "nco1")
 
 
 class JSSPTransformer(nn.Module):
     """Logits Float[B, J] over jobs for JSSP states; finished jobs get -inf.
 
     Invariant to machine relabelling and equivariant to job permutations. `precision="bf16"`
-    runs the network under bfloat16 autocast; logits are float32 either way.
+    runs the network under bfloat16 autocast; logits are float32 either way. `activation` and
+    `rezero` set the layers' form (models.layers.ReZeroLayer). `form`: "paper" for the
+    authors' inputs and head; "nco1" for checkpoints before format 3 (sines then cosines, r
+    shifted by the minimum over unfinished jobs and 0 for finished ones, head without bias).
     """
 
     def __init__(
@@ -37,9 +45,12 @@ class JSSPTransformer(nn.Module):
         precision: str = "fp32",
         activation: str = "gelu",
         rezero: str = "shared",
+        form: str = "paper",
     ) -> None:
         super().__init__()
         check_layer_options("JSSPTransformer", activation, rezero)
+        if form not in FORMS:
+            raise ValueError(f"JSSPTransformer: expected form in {FORMS}, got {form!r}.")
         if precision not in PRECISIONS:
             raise ValueError(f"Expected precision in {PRECISIONS}, got {precision!r}.")
         if pairs < 1:
@@ -47,16 +58,17 @@ class JSSPTransformer(nn.Module):
         self.dim = dim
         self.heads = heads
         self.precision = precision
+        self.form = form
         self.embed = nn.Linear(2, dim)
-        form = (activation, rezero)
+        layer = (activation, rezero)
         self.job_layers = nn.ModuleList(
-            ReZeroLayer(dim, heads, ff_dim, *form) for _ in range(pairs)
+            ReZeroLayer(dim, heads, ff_dim, *layer) for _ in range(pairs)
         )
         self.machine_layers = nn.ModuleList(
-            ReZeroLayer(dim, heads, ff_dim, *form) for _ in range(pairs)
+            ReZeroLayer(dim, heads, ff_dim, *layer) for _ in range(pairs)
         )
-        self.final = ReZeroLayer(dim, heads, ff_dim, *form)
-        self.head = nn.Linear(dim, 1, bias=False)  # a shared shift cancels in the softmax
+        self.final = ReZeroLayer(dim, heads, ff_dim, *layer)
+        self.head = nn.Linear(dim, 1, bias=self.form == "paper")  # nco1: a shift cancels in softmax
         self.register_buffer("slopes", alibi_slopes(heads), persistent=False)
 
     def forward(self, state: JSSPState) -> torch.Tensor:
@@ -74,11 +86,15 @@ class JSSPTransformer(nn.Module):
         nxt = state.next_op.clamp(max=m - 1)
         nxt_machine = state.machines.gather(2, nxt.unsqueeze(-1)).squeeze(-1)
         ready = torch.maximum(state.job_ready, state.machine_ready.gather(1, nxt_machine))
-        shift = ready.masked_fill(~unfinished, float("inf")).amin(dim=1, keepdim=True)
-        ready = (ready - shift).masked_fill(~unfinished, 0.0)
+        if self.form == "paper":
+            ready = ready - ready.amin(dim=1, keepdim=True)
+        else:
+            shift = ready.masked_fill(~unfinished, float("inf")).amin(dim=1, keepdim=True)
+            ready = (ready - shift).masked_fill(~unfinished, 0.0)
         feats = torch.stack([state.durations, ready.unsqueeze(-1).expand(b, j, m)], dim=-1) / 100
         pos = torch.arange(m, device=dev)
-        x = self.embed(feats.to(self.embed.weight.dtype)) + sinusoidal_encoding(pos, d)
+        enc = sinusoidal_encoding(pos, d, interleaved=self.form == "paper")
+        x = self.embed(feats.to(self.embed.weight.dtype)) + enc
 
         scheduled = pos < state.next_op.unsqueeze(-1)  # (B, J, M)
         # Job-wise bias (B*J, heads, M, M): ALiBi slope * (key - query); scheduled keys masked.

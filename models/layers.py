@@ -111,10 +111,21 @@ def alibi_bias(length: int, heads: int, device: torch.device | None = None) -> t
     return -alibi_slopes(heads).to(device).view(-1, 1, 1) * dist
 
 
-def sinusoidal_encoding(positions: torch.Tensor, dim: int) -> torch.Tensor:
-    """Standard sinusoidal encoding of integer `positions` (...,) into (..., dim)."""
+def sinusoidal_encoding(
+    positions: torch.Tensor, dim: int, interleaved: bool = True
+) -> torch.Tensor:
+    """Sinusoidal encoding of integer `positions` (...,) into (..., dim), frequencies
+    10000^(-2i/dim) (Vaswani et al. 2017).
+
+    `interleaved` puts sin and cos of each frequency side by side (sin, cos, sin, cos, ...), as
+    Vaswani et al. and the Gumbeldore authors' JSSP network; False gives all sines, then all
+    cosines (nco's JSSP form before checkpoint format 3). An odd `dim` is zero-padded.
+    """
     half = dim // 2
-    freq = torch.exp(-math.log(10000.0) * torch.arange(half, device=positions.device) / half)
-    angles = positions.unsqueeze(-1).float() * freq
-    enc = torch.cat([angles.sin(), angles.cos()], dim=-1)
+    steps = torch.arange(0, 2 * half, 2, device=positions.device, dtype=torch.float)
+    angles = positions.unsqueeze(-1).float() * torch.exp(steps * (-math.log(10000.0) / dim))
+    if interleaved:
+        enc = torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)
+    else:
+        enc = torch.cat([angles.sin(), angles.cos()], dim=-1)
     return F.pad(enc, (0, dim - 2 * half))

@@ -4,10 +4,14 @@ A light encoder (one attention layer) embeds every node of the instance; at each
 decoder (six attention layers) runs over the tokens [origin, destination, remaining nodes], where
 origin and destination pass through their own linear maps, and a linear head scores the remaining
 nodes. Layers are plain residual (x + attention, then + feed-forward) without normalization, as
-in LEHD. For the CVRP the encoder sees (x, y, demand / capacity), the destination is the depot,
+in LEHD, with GELU in the feed-forward as in the Gumbeldore authors' LEHD (tsp/lehd_network.py;
+`activation="relu"` is nco's form before checkpoint format 3). The TSP policy is their network
+exactly. For the CVRP the encoder sees (x, y, demand / capacity), the destination is the depot,
 the origin and depot tokens also see the free capacity, and the head gives each customer two
-logits (directly, via the depot). The encoder runs on every call, so a policy needs nothing but
-the state; it is the light part.
+logits (directly, via the depot); this is nco's own reading of LEHD and differs from the
+authors' cvrp/lehd_network.py (a depot projection before the encoder, a capacity embedding
+added to every token), so their CVRP-LEHD files cannot be imported. The encoder runs on every
+call, so a policy needs nothing but the state; it is the light part.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import torch
 from torch import nn
 
 from models.bq_cvrp import check_sizes, nearest_remaining, scatter_pairs
-from models.layers import MultiHeadAttention
+from models.layers import ACTIVATIONS, MultiHeadAttention, check_layer_options
 from problems.cvrp.env import action_mask
 from problems.cvrp.types import CVRPState
 from problems.tsp.types import TSPState
@@ -25,10 +29,12 @@ from problems.tsp.types import TSPState
 class LEHDLayer(nn.Module):
     """Attention layer with plain residuals and no normalization, as in LEHD."""
 
-    def __init__(self, dim: int, heads: int, ff_dim: int) -> None:
+    def __init__(self, dim: int, heads: int, ff_dim: int, activation: str = "gelu") -> None:
         super().__init__()
         self.attn = MultiHeadAttention(dim, heads)
-        self.ff = nn.Sequential(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Linear(ff_dim, dim))
+        self.ff = nn.Sequential(
+            nn.Linear(dim, ff_dim), ACTIVATIONS[activation](), nn.Linear(ff_dim, dim)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(x)
@@ -51,9 +57,11 @@ class _LEHD(nn.Module):
         decoder_layers: int = 6,
         precision: str = "fp32",
         knn: int | None = None,
+        activation: str = "gelu",
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        check_layer_options(owner, activation, "shared")
         check_sizes(
             owner,
             precision,
@@ -69,10 +77,14 @@ class _LEHD(nn.Module):
         self.precision = precision
         self.knn = knn
         self.embed = nn.Linear(self.NODE_FEATURES, dim)
-        self.encoder = nn.ModuleList(LEHDLayer(dim, heads, ff_dim) for _ in range(encoder_layers))
+        self.encoder = nn.ModuleList(
+            LEHDLayer(dim, heads, ff_dim, activation) for _ in range(encoder_layers)
+        )
         self.origin_map = nn.Linear(dim + self.CONTEXT, dim)
         self.dest_map = nn.Linear(dim + self.CONTEXT, dim)
-        self.decoder = nn.ModuleList(LEHDLayer(dim, heads, ff_dim) for _ in range(decoder_layers))
+        self.decoder = nn.ModuleList(
+            LEHDLayer(dim, heads, ff_dim, activation) for _ in range(decoder_layers)
+        )
         self.head = nn.Linear(dim, self.OUTPUTS)
 
     def scores(
@@ -123,6 +135,8 @@ class LEHDTSPPolicy(_LEHD):
         "fp32", or "bf16" for bfloat16 autocast (logits stay float32).
     knn
         If set, only the `knn` remaining nodes nearest to the origin are decoded; others get -inf.
+    activation
+        Feed-forward activation: "gelu" (the authors' LEHD) or "relu" (before format 3).
     """
 
     def forward(self, state: TSPState) -> torch.Tensor:

@@ -21,10 +21,18 @@ from torch import nn
 from nco import registry
 from nco.env import Env
 
-FORMAT = "nco-checkpoint-2"
-# Format 1 predates the paper's layer form as the default: a model config without these keys
-# meant ReLU feed-forwards and one ReZero weight per residual (models.layers.ReZeroLayer).
-LEGACY = {"nco-checkpoint-1": {"activation": "relu", "rezero": "separate"}}
+FORMAT = "nco-checkpoint-3"
+# What a key missing from an older file's model config meant, per policy class ("*": any class
+# that takes the key). Format 1 predates the paper's layer form (GELU, one ReZero weight per
+# layer); format 2 predates the authors' exact inputs (`form`) and GELU in LEHD.
+LEGACY: dict[str, dict[str, dict[str, Any]]] = {
+    "nco-checkpoint-1": {"*": {"activation": "relu", "rezero": "separate", "form": "nco1"}},
+    "nco-checkpoint-2": {
+        "*": {"form": "nco1"},
+        "LEHDTSPPolicy": {"activation": "relu"},
+        "LEHDCVRPPolicy": {"activation": "relu"},
+    },
+}
 FIELDS: dict[str, type] = {
     "format": str,
     "weights": dict,
@@ -110,7 +118,8 @@ def _upgrade(fmt: str, model: dict[str, Any]) -> dict[str, Any]:
     """The model config with the meaning its format gave to missing keys made explicit."""
     cls = registry.resolve("policy", model["_target_"], "model._target_")
     accepted = inspect.signature(cls).parameters
-    legacy = {k: v for k, v in LEGACY.get(fmt, {}).items() if k in accepted and k not in model}
+    meant = {**LEGACY.get(fmt, {}).get("*", {}), **LEGACY.get(fmt, {}).get(cls.__name__, {})}
+    legacy = {k: v for k, v in meant.items() if k in accepted and k not in model}
     return {**model, **legacy}
 
 

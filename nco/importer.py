@@ -9,8 +9,12 @@ They are read with `torch.load(weights_only=True)`, so nothing in them can run c
 weights are renamed to nco's parameters, every shape is checked, and the result is written with
 `nco.checkpoint.save`, for `nco-eval`, `nco-solve` and `nco.checkpoint.load` as they are.
 
-Supported: `bq_tsp` (tsp/bq_network.py, the paper's BQ for TSP: GELU, one ReZero weight per
-layer). The attention heads cannot be read from weights; `heads` defaults to the paper's 8.
+Supported (`model=`): `bq_tsp` (tsp/bq_network.py), `lehd_tsp` (tsp/lehd_network.py), `bq_cvrp`
+(cvrp/bq_network.py) and `jssp` (jssp/network.py), each into the nco policy built in the
+authors' exact form (GELU, one ReZero weight per layer, `form: paper`). The attention heads
+cannot be read from weights; `heads` defaults to the paper's value for the model (12 for
+`bq_cvrp`, else 8). `num_nodes` sets the problem size recorded for TSP / CVRP; a JSSP file gets
+the problem config of configs/problem/jssp.yaml (decoding works on any size).
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import hydra
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint, registry
 from nco.paths import CONFIG_DIR
@@ -31,10 +35,9 @@ from nco.paths import CONFIG_DIR
 WEIGHT_FIELDS = ("best_model_weights", "model_weights")
 
 
-def _bq_tsp_names(layer: int) -> dict[str, str]:
-    """Reference parameter name -> nco name within one transformer block."""
-    src, dst = f"graph_encoder.{layer}.", f"encoder.layers.{layer}."
-    return {
+def _layer(src: str, dst: str, rezero: bool) -> dict[str, str]:
+    """Reference -> nco names of one layer (nn.MultiheadAttention, feed-forward, ReZero weight)."""
+    names = {
         src + "self_attn.in_proj_weight": dst + "attn.qkv.weight",
         src + "self_attn.in_proj_bias": dst + "attn.qkv.bias",
         src + "self_attn.out_proj.weight": dst + "attn.out.weight",
@@ -43,18 +46,39 @@ def _bq_tsp_names(layer: int) -> dict[str, str]:
         src + "linear1.bias": dst + "ff.0.bias",
         src + "linear2.weight": dst + "ff.2.weight",
         src + "linear2.bias": dst + "ff.2.bias",
-        src + "resweight": dst + "alpha",
     }
+    if rezero:
+        names[src + "resweight"] = dst + "alpha"
+    return names
+
+
+def _count(weights: dict[str, torch.Tensor], prefix: str) -> int:
+    """Number of indexed layers `prefix.<i>.` in the weights."""
+    found = (re.match(rf"{re.escape(prefix)}\.(\d+)\.", k) for k in weights)
+    return 1 + max((int(m.group(1)) for m in found if m), default=-1)
+
+
+def _require(weights: dict[str, torch.Tensor], keys: tuple[str, ...], source: str) -> None:
+    """ValueError unless the weights hold `keys` and come from ReZero (not pre-norm) layers."""
+    if any(k not in weights for k in keys):
+        raise ValueError(f"expected the parameters of {source} ({', '.join(keys)}).")
+    if any(".norm1." in k for k in weights):
+        raise ValueError(
+            f"the file has LayerNorm layers (use_rezero_transformer=False in {source}); "
+            "only the paper's ReZero layers are supported."
+        )
+
+
+def _ff_dim(weights: dict[str, torch.Tensor], layer: str) -> int:
+    return int(weights[layer + "linear1.weight"].shape[0])
 
 
 def _bq_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
-    """Model config and name map of the reference BQ TSP network."""
-    layers = 1 + max(
-        (int(m.group(1)) for k in weights if (m := re.match(r"graph_encoder\.(\d+)\.", k))),
-        default=-1,
+    """Model config and name map of the authors' BQ TSP network (tsp/bq_network.py)."""
+    _require(
+        weights, ("node_embedding.weight", "graph_encoder.0.linear1.weight"), "tsp/bq_network.py"
     )
-    if layers == 0 or "node_embedding.weight" not in weights:
-        raise ValueError("expected the parameters of tsp/bq_network.py (graph_encoder.*).")
+    layers = _count(weights, "graph_encoder")
     names = {
         "node_embedding.weight": "embed.weight",
         "node_embedding.bias": "embed.bias",
@@ -63,13 +87,13 @@ def _bq_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[st
         "policy_linear_out.bias": "head.bias",
     }
     for i in range(layers):
-        names.update(_bq_tsp_names(i))
+        names.update(_layer(f"graph_encoder.{i}.", f"encoder.layers.{i}.", rezero=True))
     model = {
         "_target_": "models.bq.BQPolicy",
         "dim": int(weights["node_embedding.weight"].shape[0]),
         "layers": layers,
         "heads": heads,
-        "ff_dim": int(weights["graph_encoder.0.linear1.weight"].shape[0]),
+        "ff_dim": _ff_dim(weights, "graph_encoder.0."),
         "precision": "fp32",
         "knn": None,
         "activation": "gelu",
@@ -78,10 +102,129 @@ def _bq_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[st
     return model, names
 
 
-# model name -> (config and name map from the weights, the problem's env target, default heads)
-MODELS: dict[str, tuple[Callable[..., tuple[dict, dict[str, str]]], str, int]] = {
-    "bq_tsp": (_bq_tsp, "problems.tsp.TSPEnv", 8),
+def _lehd_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of the authors' LEHD TSP network (tsp/lehd_network.py): one
+    encoder layer on all nodes, decoder layers on [start, remaining, destination]."""
+    keys = ("node_embedding.weight", "graph_encoder.linear1.weight", "start_projection.weight")
+    _require(weights, keys, "tsp/lehd_network.py")
+    layers = _count(weights, "graph_decoder")
+    names = {
+        "node_embedding.weight": "embed.weight",
+        "node_embedding.bias": "embed.bias",
+        "start_projection.weight": "origin_map.weight",
+        "start_projection.bias": "origin_map.bias",
+        "dest_projection.weight": "dest_map.weight",
+        "dest_projection.bias": "dest_map.bias",
+        "policy_linear_out.weight": "head.weight",
+        "policy_linear_out.bias": "head.bias",
+        **_layer("graph_encoder.", "encoder.0.", rezero=False),
+    }
+    for i in range(layers):
+        names.update(_layer(f"graph_decoder.{i}.", f"decoder.{i}.", rezero=False))
+    model = {
+        "_target_": "models.lehd.LEHDTSPPolicy",
+        "dim": int(weights["node_embedding.weight"].shape[0]),
+        "heads": heads,
+        "ff_dim": _ff_dim(weights, "graph_encoder."),
+        "encoder_layers": 1,
+        "decoder_layers": layers,
+        "precision": "fp32",
+        "knn": None,
+        "activation": "gelu",
+    }
+    return model, names
+
+
+def _bq_cvrp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of the authors' BQ CVRP network (cvrp/bq_network.py)."""
+    keys = (
+        "node_embedding.weight",
+        "depot_start_node_marker.weight",
+        "graph_encoder.0.linear1.weight",
+    )
+    _require(weights, keys, "cvrp/bq_network.py")
+    layers = _count(weights, "graph_encoder")
+    names = {
+        "node_embedding.weight": "embed.weight",
+        "node_embedding.bias": "embed.bias",
+        "depot_start_node_marker.weight": "markers",  # rows: depot, start node (form "paper")
+        "policy_linear_out.weight": "head.weight",
+        "policy_linear_out.bias": "head.bias",
+    }
+    for i in range(layers):
+        names.update(_layer(f"graph_encoder.{i}.", f"encoder.layers.{i}.", rezero=True))
+    model = {
+        "_target_": "models.bq_cvrp.BQCVRPPolicy",
+        "dim": int(weights["node_embedding.weight"].shape[0]),
+        "layers": layers,
+        "heads": heads,
+        "ff_dim": _ff_dim(weights, "graph_encoder.0."),
+        "precision": "fp32",
+        "knn": None,
+        "activation": "gelu",
+        "rezero": "shared",
+        "form": "paper",
+    }
+    return model, names
+
+
+def _jssp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of the authors' JSSP network (jssp/network.py): encoder layers
+    alternate job-wise (even) and machine-wise (odd), then one layer over the next operations."""
+    keys = ("operation_embedding.weight", "encoder.0.linear1.weight", "final_trf_block.resweight")
+    _require(weights, keys, "jssp/network.py")
+    layers = _count(weights, "encoder")
+    if layers % 2:
+        raise ValueError(
+            f"expected an even number of encoder layers (job/machine pairs), got {layers}."
+        )
+    names = {
+        "operation_embedding.weight": "embed.weight",
+        "operation_embedding.bias": "embed.bias",
+        "policy_linear_out.weight": "head.weight",
+        "policy_linear_out.bias": "head.bias",
+        **_layer("final_trf_block.", "final.", rezero=True),
+    }
+    for i in range(layers):
+        kind = "job_layers" if i % 2 == 0 else "machine_layers"
+        names.update(_layer(f"encoder.{i}.", f"{kind}.{i // 2}.", rezero=True))
+    model = {
+        "_target_": "models.jssp_transformer.JSSPTransformer",
+        "dim": int(weights["operation_embedding.weight"].shape[0]),
+        "pairs": layers // 2,
+        "heads": heads,
+        "ff_dim": _ff_dim(weights, "encoder.0."),
+        "precision": "fp32",
+        "activation": "gelu",
+        "rezero": "shared",
+        "form": "paper",
+    }
+    return model, names
+
+
+class Spec(NamedTuple):
+    """How to import one of the authors' networks."""
+
+    convert: Callable[[dict[str, torch.Tensor], int], tuple[dict, dict[str, str]]]
+    problem: str  # configs/problem/<problem>.yaml
+    size_key: str | None  # the problem config key that `num_nodes` sets
+    heads: int  # the paper's attention heads (not stored in the weights)
+
+
+MODELS: dict[str, Spec] = {
+    "bq_tsp": Spec(_bq_tsp, "tsp", "num_nodes", 8),
+    "lehd_tsp": Spec(_lehd_tsp, "tsp", "num_nodes", 8),
+    "bq_cvrp": Spec(_bq_cvrp, "cvrp", "num_customers", 12),
+    "jssp": Spec(_jssp, "jssp", None, 8),
 }
+
+
+def problem_config(name: str, size_key: str | None, size: int) -> dict[str, Any]:
+    """configs/problem/<name>.yaml resolved, with `size_key` set to `size`."""
+    cfg = OmegaConf.create({"problem": OmegaConf.load(CONFIG_DIR / "problem" / f"{name}.yaml")})
+    if size_key is not None:
+        cfg.problem[size_key] = size
+    return OmegaConf.to_container(cfg, resolve=True)["problem"]
 
 
 def reference_weights(src: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -124,10 +267,10 @@ def import_reference(
     """Convert an authors' checkpoint of `model` into an nco checkpoint at `out`."""
     if model not in MODELS:
         raise ValueError(f"nco-import: unknown model={model!r}; expected one of {sorted(MODELS)}.")
-    build_config, env_target, default_heads = MODELS[model]
+    spec = MODELS[model]
     weights, meta = reference_weights(src)
     try:
-        model_cfg, names = build_config(weights, heads or default_heads)
+        model_cfg, names = spec.convert(weights, heads or spec.heads)
     except ValueError as err:
         raise ValueError(f"nco-import: {src} for model={model}: {err}") from err
     policy = registry.build("policy", model_cfg, "nco-import model")
@@ -136,8 +279,8 @@ def import_reference(
     unexpected = sorted(set(weights) - set(names))
     if missing or unexpected:
         raise ValueError(
-            f"nco-import: {src} does not fit model={model}: missing {missing[:5]}, "
-            f"unexpected {unexpected[:5]}."
+            f"nco-import: {src} does not fit model={model}: {len(missing)} missing "
+            f"parameters {missing[:5]}, {len(unexpected)} unexpected {unexpected[:5]}."
         )
     state = {}
     for ref_name, nco_name in names.items():
@@ -149,8 +292,7 @@ def import_reference(
             )
         state[nco_name] = value.to(target[nco_name].dtype)
     policy.load_state_dict(state)
-    problem = {"name": env_target.split(".")[1], "env": {"_target_": env_target}}
-    problem["env"]["num_nodes" if model.endswith("tsp") else "num_customers"] = num_nodes
+    problem = problem_config(spec.problem, spec.size_key, num_nodes)
     out = Path(out)
     meta = {**meta, "imported_from": str(src), "reference_model": model}
     checkpoint.save(out, policy, model_cfg, problem, meta)

@@ -169,3 +169,18 @@ def test_bad_arguments(kwargs: dict) -> None:
     base = {"dim": 32, "layers": 2, "heads": 4, "ff_dim": 64}
     with pytest.raises(ValueError):
         BQCVRPPolicy(**{**base, **kwargs})
+
+
+def test_shipped_checkpoint_keeps_its_form_and_routes() -> None:
+    """data/checkpoints/cvrp20_quick (format 1) loads as form nco1 and gives the greedy lengths
+    measured before the authors' tokens became the default."""
+    from nco import checkpoint
+    from nco.search import greedy
+
+    root = Path(__file__).resolve().parents[2] / "data" / "checkpoints" / "cvrp20_quick"
+    loaded = checkpoint.load(root / "best.pt")
+    assert loaded.model["form"] == "nco1"
+    instances = loaded.env.generate(8, torch.Generator().manual_seed(5))
+    lengths = -greedy(loaded.policy, loaded.env, instances).best().objective
+    expected = [5.889945, 6.331769, 8.460695, 6.771849, 6.616146, 6.344466, 7.321996, 6.330154]
+    assert lengths.tolist() == pytest.approx(expected, abs=1e-6)

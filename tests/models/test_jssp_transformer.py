@@ -16,10 +16,10 @@ from problems.jssp import JSSPEnv, JSSPInstances, JSSPState
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 
 
-def tiny_net(seed: int = 0) -> JSSPTransformer:
+def tiny_net(seed: int = 0, form: str = "paper") -> JSSPTransformer:
     """A tiny network with non-zero ReZero gates, so that every attention layer matters."""
     torch.manual_seed(seed)
-    net = JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32)
+    net = JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32, form=form)
     for name, param in net.named_parameters():
         if "alpha" in name:
             torch.nn.init.uniform_(param, 0.5, 1.0)
@@ -60,10 +60,13 @@ def paper_logits(net: JSSPTransformer, state: JSSPState) -> torch.Tensor:
         state.job_ready,
         state.machine_ready.gather(1, state.machines.gather(2, nxt[..., None])[..., 0]),
     )
-    ready = ready - ready.masked_fill(~unfinished, float("inf")).amin(1, keepdim=True)
-    ready = ready.masked_fill(~unfinished, 0.0)
+    if net.form == "paper":  # eq. 33 over all jobs; a finished job's r uses its last machine
+        ready = ready - ready.amin(1, keepdim=True)
+    else:
+        ready = ready - ready.masked_fill(~unfinished, float("inf")).amin(1, keepdim=True)
+        ready = ready.masked_fill(~unfinished, 0.0)
     feats = torch.stack([state.durations, ready[..., None].expand(b, j, m)], -1).float() / 100
-    x = net.embed(feats) + sinusoidal_encoding(torch.arange(m), d)
+    x = net.embed(feats) + sinusoidal_encoding(torch.arange(m), d, net.form == "paper")
     scheduled = torch.arange(m) < state.next_op[..., None]
     slopes = torch.tensor([2 ** (-8 * (k + 1) / net.heads) for k in range(net.heads)])
     offsets = torch.arange(m)[None, :] - torch.arange(m)[:, None]  # key index - query index
@@ -84,12 +87,13 @@ def paper_logits(net: JSSPTransformer, state: JSSPState) -> torch.Tensor:
     return logits.masked_fill(~unfinished, float("-inf"))
 
 
+@pytest.mark.parametrize("form", ["paper", "nco1"])
 @pytest.mark.parametrize("steps", [0, 9, 19])
-def test_folded_network_equals_paper_formulation(steps: int) -> None:
+def test_folded_network_equals_paper_formulation(steps: int, form: str) -> None:
     """Folding machines into the batch computes the same logits as full J*M masked attention."""
     env = JSSPEnv(5, 4)
     state = mid_episode(env, env.generate(3, torch.Generator().manual_seed(8)), steps, seed=3)
-    net = tiny_net(1)
+    net = tiny_net(1, form)
     with torch.no_grad():
         torch.testing.assert_close(net(state), paper_logits(net, state), atol=1e-5, rtol=0)
 
@@ -166,7 +170,8 @@ def test_bf16_close_to_fp32_and_bad_precision() -> None:
 
 
 def test_gradients_reach_all_parameters() -> None:
-    """A cross-entropy loss on the logits back-propagates into every parameter."""
+    """A cross-entropy loss on the logits back-propagates into every parameter but the head's
+    bias, which shifts all logits alike (the authors' network has it; its gradient is 0)."""
     env = JSSPEnv(4, 3)
     instances = env.generate(3, torch.Generator().manual_seed(7))
     state = mid_episode(env, instances, 4, seed=2)
@@ -174,7 +179,7 @@ def test_gradients_reach_all_parameters() -> None:
     target = env.action_mask(state).float().argmax(1)
     torch.nn.functional.cross_entropy(net(state), target).backward()
     missing = [n for n, p in net.named_parameters() if p.grad is None or not p.grad.any()]
-    assert missing == []
+    assert missing == ["head.bias"]
 
 
 @pytest.mark.parametrize(
@@ -190,3 +195,17 @@ def test_hydra_configs_instantiate(name: str, dim: int, pairs: int) -> None:
     with torch.no_grad():
         logits = net(env.reset(env.generate(2, torch.Generator().manual_seed(0))))
     assert logits.shape == (2, 3) and bool(torch.isfinite(logits).all())
+
+
+def test_shipped_checkpoint_keeps_its_form_and_schedules() -> None:
+    """data/checkpoints/jssp_small (format 1) loads as form nco1 with ReLU / separate ReZero and
+    gives the greedy makespans measured before the paper form became the default."""
+    from nco import checkpoint
+    from nco.search import greedy
+
+    path = Path(__file__).resolve().parents[2] / "data" / "checkpoints" / "jssp_small" / "best.pt"
+    loaded = checkpoint.load(path)
+    assert (loaded.model["form"], loaded.model["activation"]) == ("nco1", "relu")
+    instances = loaded.env.generate(8, torch.Generator().manual_seed(5))
+    makespans = -greedy(loaded.policy, loaded.env, instances).best().objective
+    assert makespans.tolist() == [509.0, 521.0, 559.0, 467.0, 578.0, 483.0, 488.0, 490.0]

@@ -185,3 +185,23 @@ def test_bad_arguments(kwargs: dict) -> None:
     for cls in (LEHDTSPPolicy, LEHDCVRPPolicy):
         with pytest.raises(ValueError):
             cls(**{**TINY, **kwargs})
+
+
+def test_format_2_files_keep_relu(tmp_path) -> None:
+    """A format-2 LEHD file (no `activation` key: ReLU then) loads with ReLU and its logits."""
+    from nco import checkpoint
+    from problems.tsp import TSPEnv
+
+    torch.manual_seed(0)
+    policy = LEHDTSPPolicy(dim=16, heads=2, ff_dim=32, decoder_layers=1, activation="relu").eval()
+    model = {"_target_": "models.lehd.LEHDTSPPolicy", "dim": 16, "heads": 2, "ff_dim": 32,
+             "decoder_layers": 1}  # fmt: skip
+    problem = {"name": "tsp", "env": {"_target_": "problems.tsp.TSPEnv", "num_nodes": 10}}
+    checkpoint.save(tmp_path / "old.pt", policy, model, problem)
+    payload = torch.load(tmp_path / "old.pt", weights_only=True)
+    torch.save({**payload, "format": "nco-checkpoint-2"}, tmp_path / "old.pt")
+    loaded = checkpoint.load(tmp_path / "old.pt")
+    assert loaded.model["activation"] == "relu"
+    state = TSPEnv(10).reset(TSPEnv(10).generate(3, torch.Generator().manual_seed(1)))
+    with torch.no_grad():
+        assert torch.equal(loaded.policy(state), policy(state))
