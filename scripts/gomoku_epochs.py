@@ -259,7 +259,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line arguments, with `--out` resolved."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["gd_mean", "wr"])
+    parser.add_argument(
+        "--variants", nargs="+", choices=sorted(VARIANTS), default=["gd_mean", "wr"]
+    )
     parser.add_argument("--board", type=int, default=9)
     parser.add_argument("--samples", type=int, default=320, help="games per opening per epoch")
     parser.add_argument("--rounds", type=int, default=10, help="Gumbeldore rounds")

@@ -111,10 +111,11 @@ def test_shipped_format1_checkpoints_decode_as_when_they_were_measured(name, res
     assert cost.tolist() == pytest.approx(expected["objectives"][:5], rel=1e-5)
 
 
-def test_new_checkpoints_are_format_2_with_the_paper_layers(tmp_path) -> None:
-    """A fresh BQ policy uses GELU and one shared ReZero weight, and saves as format 2."""
+def test_new_checkpoints_are_the_current_format_with_the_paper_layers(tmp_path) -> None:
+    """A fresh BQ policy uses GELU and one shared ReZero weight, and saves in the current
+    format (3), whose missing keys mean the defaults."""
     policy = BQPolicy(dim=16, layers=1, heads=2, ff_dim=32)
     assert "encoder.layers.0.alpha" in policy.state_dict()
     checkpoint.save(tmp_path / "b.pt", policy, MODEL, PROBLEM)
-    assert torch.load(tmp_path / "b.pt", weights_only=True)["format"] == "nco-checkpoint-2"
+    assert torch.load(tmp_path / "b.pt", weights_only=True)["format"] == "nco-checkpoint-3"
     assert "activation" not in checkpoint.load(tmp_path / "b.pt").model  # defaults, not legacy
