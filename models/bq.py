@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.layers import ReZeroEncoder, check_layer_options
+from models.layers import ReZeroEncoder, body_precision, check_layer_options
 from problems.tsp.types import TSPState
 
 PRECISIONS = ("fp32", "bf16")
@@ -81,7 +81,7 @@ class BQPolicy(nn.Module):
         cand = self.candidates(state)
         nodes = torch.cat([state.origin.view(-1, 1), state.dest.view(-1, 1), cand], dim=1)
         pts = coords.gather(1, nodes.unsqueeze(-1).expand(-1, -1, 2))
-        with torch.autocast(coords.device.type, torch.bfloat16, enabled=self.precision == "bf16"):
+        with body_precision(coords.device.type, self.precision):
             x = self.embed(pts.to(self.embed.weight.dtype))
             x = torch.cat([x[:, :2] + self.markers.to(x.dtype), x[:, 2:]], dim=1)
             scores = self.head(self.encoder(x)[:, 2:]).squeeze(-1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.layers import ReZeroEncoder, check_layer_options
+from models.layers import ReZeroEncoder, body_precision, check_layer_options
 from problems.cvrp.env import action_mask
 from problems.cvrp.types import CVRPState
 
@@ -126,8 +126,7 @@ class BQCVRPPolicy(nn.Module):
         feats = torch.cat([pts, demand.unsqueeze(-1), free.unsqueeze(-1)], dim=-1)
         at_depot = state.origin == 0
         keys = None  # paper form at the depot: no origin token (dropped, or masked as a key)
-        on = self.precision == "bf16"
-        with torch.autocast(state.coords.device.type, torch.bfloat16, enabled=on):
+        with body_precision(state.coords.device.type, self.precision):
             x = self.embed(feats.to(self.embed.weight.dtype))
             marks = self.markers.to(x.dtype)
             if paper:

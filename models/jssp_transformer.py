@@ -19,7 +19,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from models.layers import ReZeroLayer, alibi_slopes, check_layer_options, sinusoidal_encoding
+from models.layers import (
+    ReZeroLayer,
+    alibi_slopes,
+    body_precision,
+    check_layer_options,
+    sinusoidal_encoding,
+)
 from problems.jssp.types import JSSPState
 
 PRECISIONS = ("fp32", "bf16")
@@ -74,7 +80,7 @@ class JSSPTransformer(nn.Module):
     def forward(self, state: JSSPState) -> torch.Tensor:
         """Logits Float[B, J] (float32)."""
         device_type = state.durations.device.type
-        with torch.autocast(device_type, torch.bfloat16, enabled=self.precision == "bf16"):
+        with body_precision(device_type, self.precision):
             logits = self._logits(state)
         unfinished = state.next_op < state.durations.shape[2]
         return logits.float().masked_fill(~unfinished, float("-inf"))

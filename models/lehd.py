@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from models.bq_cvrp import check_sizes, nearest_remaining, scatter_pairs
-from models.layers import ACTIVATIONS, MultiHeadAttention, check_layer_options
+from models.layers import ACTIVATIONS, MultiHeadAttention, body_precision, check_layer_options
 from problems.cvrp.env import action_mask
 from problems.cvrp.types import CVRPState
 from problems.tsp.types import TSPState
@@ -100,8 +100,7 @@ class _LEHD(nn.Module):
         `feats` (B, m, node_features) describe all nodes; `context` (B, context) is appended to
         the origin and destination embeddings.
         """
-        on = self.precision == "bf16"
-        with torch.autocast(feats.device.type, torch.bfloat16, enabled=on):
+        with body_precision(feats.device.type, self.precision):
             h = self.embed(feats.to(self.embed.weight.dtype))
             for layer in self.encoder:
                 h = layer(h)

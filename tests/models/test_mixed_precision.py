@@ -1,0 +1,78 @@
+"""An fp32 policy follows an enclosing autocast (Lightning's bf16-mixed); a bf16 one always casts.
+
+A policy of precision "fp32" used to wrap its body in `torch.autocast(enabled=False)`, which
+switched off the trainer's `bf16-mixed` inside the network: training on a GPU ran in float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch import nn
+
+from models.bq import BQPolicy
+from models.bq_cvrp import BQCVRPPolicy
+from models.jssp_transformer import JSSPTransformer
+from models.lehd import LEHDCVRPPolicy, LEHDTSPPolicy
+from nco.env import Env
+from problems.cvrp import CVRPEnv
+from problems.jssp import JSSPEnv
+from problems.tsp import TSPEnv
+
+CASES: dict[str, tuple[Callable[..., nn.Module], Callable[[], Env]]] = {
+    "bq_tsp": (
+        lambda **kw: BQPolicy(dim=32, layers=2, heads=4, ff_dim=64, **kw),
+        lambda: TSPEnv(8),
+    ),
+    "bq_cvrp": (
+        lambda **kw: BQCVRPPolicy(dim=32, layers=2, heads=4, ff_dim=64, **kw),
+        lambda: CVRPEnv(8, capacity=20),
+    ),
+    "lehd_tsp": (
+        lambda **kw: LEHDTSPPolicy(dim=32, heads=4, ff_dim=64, decoder_layers=2, **kw),
+        lambda: TSPEnv(8),
+    ),
+    "lehd_cvrp": (
+        lambda **kw: LEHDCVRPPolicy(dim=32, heads=4, ff_dim=64, decoder_layers=2, **kw),
+        lambda: CVRPEnv(8, capacity=20),
+    ),
+    "jssp": (
+        lambda **kw: JSSPTransformer(dim=16, pairs=2, heads=2, ff_dim=32, **kw),
+        lambda: JSSPEnv(4, 3),
+    ),
+}
+
+
+def linear_output_dtypes(policy: nn.Module, env: Env, outer: bool) -> set[torch.dtype]:
+    """Dtypes of every nn.Linear output in one forward pass, with or without an outer autocast."""
+    seen: set[torch.dtype] = set()
+    hooks = [
+        m.register_forward_hook(lambda _m, _i, out: seen.add(out.dtype))
+        for m in policy.modules()
+        if isinstance(m, nn.Linear)
+    ]
+    state = env.reset(env.generate(3, torch.Generator().manual_seed(0)))
+    with torch.autocast("cpu", torch.bfloat16, enabled=outer):
+        logits = policy(state)
+    for h in hooks:
+        h.remove()
+    assert logits.dtype == torch.float32
+    return seen
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fp32_policy_follows_an_enclosing_autocast(name: str) -> None:
+    make, env = CASES[name]
+    torch.manual_seed(0)
+    policy = make(precision="fp32")
+    assert linear_output_dtypes(policy, env(), outer=False) == {torch.float32}
+    assert linear_output_dtypes(policy, env(), outer=True) == {torch.bfloat16}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bf16_policy_casts_without_an_enclosing_autocast(name: str) -> None:
+    make, env = CASES[name]
+    torch.manual_seed(0)
+    assert linear_output_dtypes(make(precision="bf16"), env(), outer=False) == {torch.bfloat16}
