@@ -2,7 +2,10 @@
 
 Runs `nco.train experiment=tsp20_quick` for a few epochs on the CPU, loads its `best.pt`, and
 decodes the first instances of the Kool et al. TSP20 test set (seed 1234) with greedy, beam
-search and Gumbeldore, scoring each against LKH-3 solved on the same machine.
+search and Gumbeldore, scoring each against LKH-3 solved on the same machine. Beside the
+minutes-old policy, the shipped TSP20 checkpoint (`data/checkpoints/tsp20/best.pt`, trained for
+hours by scripts/reproduction.py) decodes the same instances greedily and by beam search 16:
+what longer training gives (`--no-shipped` skips it).
 
     nco-demo                      # defaults: 10 epochs (about 3-5 minutes), 200 test instances
     nco-demo --epochs 15 --instances 1000 --out outputs/demo
@@ -27,10 +30,13 @@ import torch
 
 from nco import search
 from nco.checkpoint import load
+from nco.paths import DATA_DIR
 from nco.progress import progress_bar
 from nco.solver import Solver
 from problems.tsp import TSPInstances
 from problems.tsp.solvers import solve_exact, solve_lkh
+
+SHIPPED = DATA_DIR / "checkpoints" / "tsp20" / "best.pt"
 
 
 def _reference_solver() -> tuple[str, Solver, float]:
@@ -47,8 +53,7 @@ def _reference_costs(coords: np.ndarray) -> tuple[str, np.ndarray, float]:
     name, solver, limit = _reference_solver()
     start = time.perf_counter()
     costs = [
-        solver({"coords": c}, limit, 0).cost
-        for c in progress_bar(coords, desc=name, leave=False)
+        solver({"coords": c}, limit, 0).cost for c in progress_bar(coords, desc=name, leave=False)
     ]
     return name, np.array(costs), time.perf_counter() - start
 
@@ -59,6 +64,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--out", default="outputs/quickstart")
+    parser.add_argument(
+        "--shipped",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also decode with the shipped TSP20 checkpoint",
+    )
     parser.add_argument(
         "overrides",
         nargs="*",
@@ -94,6 +105,12 @@ def main(argv: list[str] | None = None) -> None:
             policy, env, instances, 16, 4, sigma=0.3, generator=torch.Generator().manual_seed(0)
         ),
     }
+    if args.shipped:
+        shipped = load(SHIPPED)
+        decoders["shipped: greedy"] = lambda: search.greedy(shipped.policy, env, instances)
+        decoders["shipped: beam 16"] = lambda: search.beam_search(
+            shipped.policy, env, instances, 16
+        )
     rows = [(f"{ref_name} (reference)", float(refs.mean()), 0.0, ref_time)]
     for name, fn in decoders.items():
         start = time.perf_counter()
@@ -102,6 +119,8 @@ def main(argv: list[str] | None = None) -> None:
         gap = float(100 * ((costs - refs) / refs).mean())
         rows.append((name, float(costs.mean()), gap, elapsed))
     print(f"\nTSP20, {args.instances} instances, policy from epoch {loaded.meta.get('epoch')}")
+    if args.shipped:
+        print(f"shipped: {SHIPPED} (epoch {shipped.meta.get('epoch')} of a longer run)")
     print(f"{'method':<20}{'mean length':>12}{'gap %':>9}{'time s':>9}")
     for name, cost, gap, secs in rows:
         print(f"{name:<20}{cost:>12.4f}{gap:>9.2f}{secs:>9.1f}")

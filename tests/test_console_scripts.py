@@ -76,8 +76,11 @@ def test_nco_demo(tmp_path: Path) -> None:
                "training.val_instances=8", cwd=tmp_path)  # fmt: skip
     assert "greedy" in proc.stdout and "(reference)" in proc.stdout
     table = json.loads((tmp_path / "demo" / "demo_results.json").read_text())
-    assert [row["method"] for row in table][1:] == ["greedy", "beam search 16", "gumbeldore 16x4"]
+    assert [row["method"] for row in table][1:] == [
+        "greedy", "beam search 16", "gumbeldore 16x4", "shipped: greedy", "shipped: beam 16"
+    ]  # fmt: skip
     assert all(row["mean_gap"] >= -1e-6 for row in table)  # the reference is LKH-3 or exact
+    assert table[-1]["mean_gap"] < 1.0  # the shipped TSP20 checkpoint is near optimal
     assert (tmp_path / "demo" / "best.pt").is_file()
 
 
