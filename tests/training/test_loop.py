@@ -149,3 +149,27 @@ def test_datamodule_rejects_bad_settings(kwargs, message) -> None:
     args = {"sampler": InProcessSampler(env), "search": {"method": "greedy"}, **kwargs}
     with pytest.raises(ValueError, match=message):
         TrajectoryDataModule(env, env.generate(2), **args)
+
+
+def test_several_instance_sizes_train_through_non_improving_epochs(tmp_path: Path) -> None:
+    """JSSP with one random size per epoch: the buffer keeps every size's rows through epochs
+    without improvement, and training draws batches from each size's group."""
+    from conftest import compose_train
+
+    cfg = compose_train(
+        [
+            "problem=jssp", "model=jssp_transformer_tiny", "problem.env.sizes=[[3,2],[4,2],[3,3]]",
+            "search.beam_width=2", "search.rounds=2", "training.instances_per_epoch=4",
+            "training.batches_per_epoch=4", "training.batch_size=8", "training.val_instances=4",
+            "training.val_batch_size=4", "training.val_gap=false", "training.progress=false",
+            "distributed.chunk_size=4", "trainer.max_epochs=4", "trainer.accelerator=cpu",
+            "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
+        ],
+        tmp_path / "run",
+        tiny=False,
+    )  # fmt: skip
+    recorder = Recorder(improve=[False, False, False, False])
+    _, dm = fit(cfg, recorder)
+    assert recorder.buffer_sizes == [4, 8, 12, 16]
+    shapes = {tuple(g[0].durations.shape[1:]) for g in dm.buffer.groups}
+    assert len(shapes) >= 2 and len(dm.buffer) == 16
