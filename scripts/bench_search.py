@@ -92,8 +92,11 @@ def throughput(
     """Gumbeldore on `args.throughput` instances in chunks, as one epoch's sampling."""
     instances = env.generate(args.throughput, torch.Generator().manual_seed(99))
     cfg = {
-        "method": "gumbeldore", "beam_width": args.beam, "rounds": args.rounds,
-        "sigma": 0.3, "batch_size": args.chunk,
+        "method": "gumbeldore",
+        "beam_width": args.beam,
+        "rounds": args.rounds,
+        "sigma": 0.3,
+        "batch_size": args.chunk,
     }
     STATS.reset()
     with Utilisation(args.device) as util:
@@ -181,8 +184,10 @@ def main() -> None:
     if args.throughput:
         name, r = throughput(policy, env, args)
         report[name] = r
-        print(f"{name}: {r['wall_s']:.2f} s, policy {100 * r['policy_share']:.1f} %, "
-              f"GPU utilisation {r.get('gpu_util_mean_pct', float('nan')):.0f} %")
+        print(
+            f"{name}: {r['wall_s']:.2f} s, policy {100 * r['policy_share']:.1f} %, "
+            f"GPU utilisation {r.get('gpu_util_mean_pct', float('nan')):.0f} %"
+        )
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(f"wrote {args.out}")
 

@@ -99,8 +99,8 @@ def run_round(
                 nid[fresh] = ids
                 parents, acts = link_parent[live[fresh]], link_action[live[fresh]]
                 linked = parents >= 0
-                trie.child[parents[linked], acts[linked]] = ids[linked]
-            logp_orig = trie.logp[nid]
+                trie.link(parents[linked], acts[linked], ids[linked])
+            logp_orig = None
             logp = torch.log_softmax(trie.logits(nid, sigma), dim=1)
         else:
             nid = None
@@ -145,19 +145,23 @@ def run_round(
         phi = phi[parent]
         phi[cont] = children[pl, a]
         logprob = logprob[parent]
-        logprob[cont] += logp_orig[pl, a]
         actions = actions[parent]
         actions[cont, depth] = a
         lengths = lengths[parent]
         lengths[cont] = depth + 1
         objective = objective[parent]
         if trie is not None:
+            at = nid[pl]
+            child = trie.child(at, a)
+            logprob[cont] += trie.edge_logprob(at, a, child)
             path = path[parent]
-            path[cont, depth] = nid[pl]
+            path[cont, depth] = at
             node = torch.full((slots,), -1, dtype=torch.long, device=dev)
-            node[cont] = trie.child[nid[pl], a]
-            link_parent[cont] = nid[pl]
+            node[cont] = child
+            link_parent[cont] = at
             link_action[cont] = a
+        else:
+            logprob[cont] += logp_orig[pl, a]
 
         state = env.step(env.index(state, pl), a)
         done = env.is_done(state)

@@ -208,7 +208,7 @@ def update_trie(trie: Trie, leaves: Leaves, update: str, baseline: float | None 
     elif update == "local":
         log_w = log_weights(leaves.phi, leaves.key, valid, leaves.pruned)
         nodes, acts, adv = _local_advantages(trie, leaves, log_w)
-        trie.adv.index_put_((nodes, acts), adv, accumulate=True)
+        trie.add_edge_advantage(nodes, acts, adv)
     trie.remove_leaves(flat_path, flat_acts, flat_lens)
 
 
@@ -261,7 +261,13 @@ def gumbeldore(
     max_steps = env.max_steps(instances)
     num_actions = env.action_mask(roots).shape[1]
     capacity = max(1024, rounds * n * beam_width * max_steps)
-    trie = Trie(num_actions, dev, capacity=capacity, mean_advantage=advantage == "mean")
+    trie = Trie(
+        num_actions,
+        dev,
+        capacity=capacity,
+        mean_advantage=advantage == "mean",
+        advantages=update != "none",
+    )
     root_nodes = torch.full((n,), -1, dtype=torch.long, device=dev)
     shift = sigma if update != "none" else 0.0
     rounds_out: list[Leaves] = []

@@ -142,7 +142,7 @@ def _two_opt_tour(coords: np.ndarray) -> list[int]:
     while n > 3:
         a, b = t, np.roll(t, -1)  # edge i is (a[i], b[i])
         delta = dist[a[:, None], a[None, :]] + dist[b[:, None], b[None, :]]
-        delta -= (dist[a, b][:, None] + dist[a, b][None, :])
+        delta -= dist[a, b][:, None] + dist[a, b][None, :]
         delta = np.triu(delta, 2)  # i < j - 1: non-adjacent edges
         i, j = np.unravel_index(np.argmin(delta), delta.shape)
         if delta[i, j] > -1e-12:

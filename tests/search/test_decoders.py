@@ -144,3 +144,29 @@ def test_bad_arguments_raise(call) -> None:
     env = ToyEnv()
     with pytest.raises(ValueError):
         call(TablePolicy(), env, env.generate(1))
+
+
+def test_policy_rows_in_chunks_give_the_same_search(monkeypatch) -> None:
+    """Sending the policy at most POLICY_ROWS rows per call (activation memory) changes no
+    decoded sequence or log-probability."""
+    from models.bq import BQPolicy
+    from nco.search import policy_eval
+    from problems.tsp import TSPEnv
+
+    torch.manual_seed(0)
+    policy, env = BQPolicy(16, 1, 2, 32).eval(), TSPEnv(9)
+    instances = env.generate(5, torch.Generator().manual_seed(4))
+
+    def run() -> tuple[torch.Tensor, torch.Tensor, int]:
+        policy_eval.STATS.reset()
+        sols = gumbeldore(
+            policy, env, instances, 6, 2, 0.3, generator=torch.Generator().manual_seed(5)
+        )
+        return sols.actions, sols.logprob, policy_eval.STATS.calls
+
+    whole = run()
+    monkeypatch.setattr(policy_eval, "POLICY_ROWS", 7)
+    chunked = run()
+    assert torch.equal(whole[0], chunked[0])
+    assert torch.allclose(whole[1], chunked[1], atol=1e-6)
+    assert chunked[2] == whole[2]  # one logical call per depth, chunked inside

@@ -136,7 +136,7 @@ def test_trie_update_matches_eq6_by_hand() -> None:
     env, policy = ToyEnv(), TablePolicy(seed=11)
     sigma = 0.7
     roots = env.reset(env.generate(1))
-    trie = Trie(3, torch.device("cpu"))
+    trie = Trie(3, torch.device("cpu"), dtype=torch.float64)
     gen = torch.Generator().manual_seed(12)
     root_nodes = torch.full((1,), -1, dtype=torch.long)
     sampled: list[tuple[tuple[int, ...], float]] = []  # (leaf, advantage)
@@ -173,7 +173,7 @@ def test_trie_update_matches_eq6_by_hand() -> None:
             if len(prefix) != d:
                 continue
             for c in range(3):
-                child = trie.child[nid, c].item()
+                child = trie.child(torch.tensor([nid]), torch.tensor([c])).item()
                 if child >= 0:
                     node_of[prefix + (c,)] = child
                 ext = prefix + (c,)
@@ -274,7 +274,7 @@ def test_fixed_baseline_advantage_is_objective_minus_baseline() -> None:
     """With baseline b, one round adds f - b to every edge on a sampled leaf's path."""
     env, policy = ToyEnv(), TablePolicy(seed=15)
     roots = env.reset(env.generate(1))
-    trie = Trie(3, torch.device("cpu"))
+    trie = Trie(3, torch.device("cpu"), dtype=torch.float64)
     lv = run_round(
         policy,
         env,
@@ -291,3 +291,42 @@ def test_fixed_baseline_advantage_is_objective_minus_baseline() -> None:
     for a in range(3):
         below = [leaf_value(x) - 0.25 for x in _leaves_of(lv.actions[0]) if x[0] == a]
         assert float(trie.adv[root, a]) == pytest.approx(sum(below), abs=1e-12)
+
+
+def test_edge_map_round_trip_through_collisions_and_growth() -> None:
+    """Keys put in batches (a tiny table: collisions, several rehashes) come back with their
+    values; absent keys give -1."""
+    from nco.search.trie import EdgeMap
+
+    gen = torch.Generator().manual_seed(3)
+    keys = torch.randperm(10**6, generator=gen)[:5000] * 97 + 13
+    vals = torch.randperm(5000, generator=gen)
+    table = EdgeMap(4, torch.device("cpu"))
+    for lo in range(0, 5000, 700):
+        table.put(keys[lo : lo + 700], vals[lo : lo + 700])
+    assert table.keys.numel() >= 2 * 5000
+    assert torch.equal(table.get(keys), vals)
+    absent = keys + 1  # keys are 13 mod 97, these 14
+    assert bool((table.get(absent) == -1).all())
+
+
+@pytest.mark.parametrize("update", ["global", "none"])
+def test_float32_trie_samples_as_the_float64_one(update: str, monkeypatch) -> None:
+    """The compact trie (float32 masses and advantages) draws the same sequences as a float64
+    trie under one seed, on a problem with many near-equal probabilities (TSP12, tiny BQ)."""
+    import functools
+
+    from models.bq import BQPolicy
+    from nco.search import decoders
+    from problems.tsp import TSPEnv
+
+    torch.manual_seed(0)
+    policy, env = BQPolicy(16, 1, 2, 32).eval(), TSPEnv(12)
+    instances = env.generate(6, torch.Generator().manual_seed(1))
+    runs = []
+    for dtype in (torch.float32, torch.float64):
+        monkeypatch.setattr(decoders, "Trie", functools.partial(Trie, dtype=dtype))
+        gen = torch.Generator().manual_seed(2)
+        runs.append(gumbeldore(policy, env, instances, 8, 3, 0.5, update=update, generator=gen))
+    assert torch.equal(runs[0].actions, runs[1].actions)
+    assert torch.allclose(runs[0].logprob, runs[1].logprob, atol=1e-5)

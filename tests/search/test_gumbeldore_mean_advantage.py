@@ -38,7 +38,8 @@ def test_visits_count_sequences_and_logits_use_the_mean() -> None:
     """After a round with baseline 0, each root edge has visits = its sampled leaves below,
     adv = their summed values, and logits = logmass + sigma x adv / visits (unvisited: + 0);
     the summed form's logits are logmass + sigma x adv."""
-    mean, plain = Trie(3, torch.device("cpu"), mean_advantage=True), Trie(3, torch.device("cpu"))
+    cpu, f64 = torch.device("cpu"), torch.float64
+    mean, plain = Trie(3, cpu, mean_advantage=True, dtype=f64), Trie(3, cpu, dtype=f64)
     assert plain.visits is None
     for trie in (mean, plain):
         lv, root = _one_round(trie, seed=1)
