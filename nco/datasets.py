@@ -35,12 +35,12 @@ from pathlib import Path
 
 import numpy as np
 
+from nco.paths import DATA_DIR, SOURCE_ROOT, generated_dir
 from nco.registry import get_problem, load_plugins, problem_names
 
-REPO = Path(__file__).resolve().parents[1]
-GENERATED_DIR = REPO / "data" / "generated"
-REFERENCES_DIR = REPO / "data" / "references"
-SHARED_REFERENCE_DIR = REPO / ".." / "shared" / "data" / "reference"
+GENERATED_DIR = generated_dir()
+REFERENCES_DIR = DATA_DIR / "references"  # shipped: read only in a wheel install
+SHARED_REFERENCE_DIR = SOURCE_ROOT / ".." / "shared" / "data" / "reference"
 
 
 def __getattr__(name: str) -> list[str]:

@@ -8,6 +8,7 @@ packages. The packaged copy wins where it exists.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -22,3 +23,17 @@ def shipped(name: str) -> Path:
 
 CONFIG_DIR = shipped("configs")
 DATA_DIR = shipped("data")  # checkpoints/, references/, jssp/ (read only: never write here)
+
+
+def user_cache() -> Path:
+    """Where nco keeps what it computes once and reuses (solver references, generated sets):
+    `$NCO_CACHE_DIR`, default `~/.cache/nco`."""
+    return Path(os.environ.get("NCO_CACHE_DIR") or Path.home() / ".cache" / "nco")
+
+
+def generated_dir() -> Path:
+    """Cache of generated named sets (`kool:tsp100_test`): `data/generated` in a source
+    checkout, `user_cache()/generated` in a wheel install (never inside site-packages)."""
+    if DATA_DIR == SOURCE_ROOT / "data":
+        return DATA_DIR / "generated"
+    return user_cache() / "generated"

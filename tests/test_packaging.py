@@ -59,7 +59,14 @@ def test_wheel_finds_configs_and_shipped_data(wheel_venv: Path, tmp_path: Path) 
         "assert (p.DATA_DIR / 'references' / 'manifest.json').is_file()\n"
         "from problems.jssp.taillard import BOUNDS_CSV\n"
         "assert BOUNDS_CSV.is_file() and BOUNDS_CSV.is_relative_to(p.DATA_DIR), BOUNDS_CSV\n"
+        "import nco.datasets as d\n"
+        "assert d.REFERENCES_DIR == p.DATA_DIR / 'references', d.REFERENCES_DIR\n"
+        "assert d.GENERATED_DIR == p.user_cache() / 'generated', d.GENERATED_DIR\n"
+        "assert d.project_references('kool:tsp20_test', 10000)\n"
+        "assert d.load_dataset('kool:tsp20_test').references is not None\n"
+        "assert (p.user_cache() / 'generated' / 'kool_tsp20_test.npz').is_file()\n"
     )
+    env["NCO_CACHE_DIR"] = str(tmp_path / "cache")
     lines = sh(wheel_venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env).splitlines()
     for line in lines:
         assert line.startswith(str(wheel_venv)), line

@@ -29,6 +29,7 @@ import torch
 from hydra.utils import get_method
 
 from nco.env import Batch
+from nco.paths import user_cache
 from nco.progress import progress_bar
 
 PARALLEL_ABOVE_S = 20.0  # estimated solve time above which a process pool is used
@@ -37,8 +38,7 @@ SUMMARY_EVERY_S = 60.0  # seconds between progress lines when stderr is not a te
 
 def cache_dir() -> Path:
     """`$NCO_CACHE_DIR/references`, default `~/.cache/nco/references`."""
-    root = os.environ.get("NCO_CACHE_DIR") or Path.home() / ".cache" / "nco"
-    return Path(root) / "references"
+    return user_cache() / "references"
 
 
 def instances_digest(instances: Batch) -> str:
