@@ -9,12 +9,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nco.hardware import warn_slow_bf16
+
 
 def body_precision(device_type: str, precision: str) -> contextlib.AbstractContextManager:
     """bfloat16 autocast for a policy of precision "bf16"; no context for "fp32", so that an
     enclosing autocast (Lightning's `bf16-mixed`) still reaches the layers, which
     `torch.autocast(enabled=False)` would switch off."""
     if precision == "bf16":
+        warn_slow_bf16(device_type, "policy precision 'bf16'")
         return torch.autocast(device_type, torch.bfloat16)
     return contextlib.nullcontext()
 

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from nco import checkpoint, registry
 from nco.distributed import Sampler, make_sampler
 from nco.env import Batch, Env
+from nco.hardware import warn_slow_bf16
 from nco.paths import CONFIG_DIR
 from nco.training import ExportBest, SelfImprovementModule, TrajectoryDataModule
 from nco.training.callbacks import KeepLogs
@@ -134,6 +135,11 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
     if bool(cfg.trainer.get("enable_progress_bar", True)) and not interactive(cfg):
         callbacks.append(LineProgress(float(tcfg.get("progress_interval_s", 60))))
     loggers = named_instances(cfg.get("logger"))
+    on_cpu = cfg.trainer.get("accelerator") == "cpu" or (
+        cfg.trainer.get("accelerator") == "auto" and not torch.cuda.is_available()
+    )
+    if "bf16" in str(cfg.trainer.get("precision")) and on_cpu:
+        warn_slow_bf16("cpu", f"trainer.precision={cfg.trainer.precision}")
     trainer = instantiate(
         cfg.trainer,
         logger=loggers or False,

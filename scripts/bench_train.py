@@ -35,6 +35,7 @@ from omegaconf import OmegaConf
 
 from nco import registry
 from nco.env import Batch, Env
+from nco.hardware import bf16_fast
 from nco.paths import CONFIG_DIR
 from nco.training import SelfImprovementModule
 
@@ -50,13 +51,6 @@ KINDS = [
     ("copies and casts", ("copy_", "_to_copy", "clone", "cat", "contiguous")),
     # everything else ("other"): elementwise arithmetic, layer norms, reductions, indexing
 ]
-
-
-def bf16_fast(device: torch.device) -> bool:
-    """Whether bf16 matrix products have hardware support here (GPU, or AMX / AVX512-BF16)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def _sync(device: torch.device) -> None:
@@ -191,7 +185,7 @@ def bench_experiment(name: str, args: argparse.Namespace) -> dict[str, Any]:
     model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
     env = registry.build("env", env_cfg, "problem.env")
     buffer = _buffer(env, args.buffer, seed=0)
-    default = ["fp32", "bf16"] if bf16_fast(device) else ["fp32"]
+    default = ["fp32", "bf16"] if bf16_fast(device.type) else ["fp32"]
     precisions = args.precisions or default
     out: dict[str, Any] = {"batch_size": batch_size, "model": model_cfg, "steps": {}}
     for precision in precisions:
@@ -239,7 +233,7 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "bf16_hardware": bf16_fast(device),
+        "bf16_hardware": bf16_fast(device.type),
         "machine": platform.processor() or platform.machine(),
         "experiments": {name: bench_experiment(name, args) for name in args.experiments},
     }

@@ -76,3 +76,20 @@ def test_bf16_policy_casts_without_an_enclosing_autocast(name: str) -> None:
     make, env = CASES[name]
     torch.manual_seed(0)
     assert linear_output_dtypes(make(precision="bf16"), env(), outer=False) == {torch.bfloat16}
+
+
+def test_bf16_warns_once_where_it_is_emulated(monkeypatch) -> None:
+    """Without bf16 matrix units, a bf16 policy warns (once) that fp32 is faster there."""
+    from nco import hardware
+
+    monkeypatch.setattr(hardware, "bf16_fast", lambda device_type: False)
+    monkeypatch.setattr(hardware, "_warned", set())
+    make, env = CASES["bq_tsp"]
+    policy, state = make(precision="bf16"), env().reset(env().generate(2))
+    with pytest.warns(UserWarning, match="emulated"):
+        policy(state)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        policy(state)  # once per process
