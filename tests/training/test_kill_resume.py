@@ -111,3 +111,22 @@ def test_csv_logger_appends_and_drops_unfinished_epochs(tmp_path: Path) -> None:
         ("1", "1.0", ""),
         ("2", "20.0", "1.0"),
     ]
+
+
+def test_checkpoints_are_read_onto_the_cpu(tmp_path: Path, monkeypatch) -> None:
+    """Resuming reads last.ckpt with map_location 'cpu' (a GPU run continues on a CPU-only
+    machine; Lightning moves the states to the training device)."""
+    from lightning.fabric.plugins.io import torch_io
+
+    seen = []
+    real = torch_io.pl_load
+
+    def spy(path, map_location=None, weights_only=None):
+        seen.append(map_location)
+        return real(path, map_location=map_location, weights_only=weights_only)
+
+    monkeypatch.setattr(torch_io, "pl_load", spy)
+    io = AtomicCheckpointIO()
+    io.save_checkpoint({"epoch": 3, "w": torch.ones(2)}, tmp_path / "last.ckpt")
+    assert io.load_checkpoint(tmp_path / "last.ckpt")["epoch"] == 3
+    assert seen == ["cpu"]
