@@ -108,7 +108,24 @@ class RaySampler:
                 self._temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
                 ray.init(num_cpus=self.num_cpus, include_dashboard=False, _temp_dir=self._temp_dir)
             self._started_ray = True
+        self._check_resources(ray.cluster_resources())
         self.actors = [self._new_actor() for _ in range(self.workers)]
+
+    def _check_resources(self, available: Mapping[str, float]) -> None:
+        """Refuse what Ray could never schedule (its actors would wait forever): more CPUs or
+        GPUs for all workers together than the cluster has."""
+        for name, key, per in (
+            ("cpus_per_worker", "CPU", self.cpus_per_worker),
+            ("gpus_per_worker", "GPU", self.gpus_per_worker),
+        ):
+            need, have = self.workers * per, float(available.get(key, 0.0))
+            if need > have + 1e-9:
+                raise ValueError(
+                    f"distributed config: {self.workers} workers x {name}={per:g} need {need:g} "
+                    f"{key}s, the Ray cluster has {have:g}; lower distributed.workers or "
+                    f"distributed.{name}"
+                    + (" (0 on a machine without GPUs)." if key == "GPU" else ".")
+                )
 
     def _new_actor(self) -> Any:
         cls = ray.remote(SamplingWorker).options(

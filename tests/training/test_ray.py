@@ -27,12 +27,14 @@ SEARCH = {"method": "gumbeldore", "beam_width": 4, "rounds": 2, "sigma": 0.3}
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
-    """One local Ray session (2 CPUs) for the module; workers can import ray_helpers."""
+    """One local Ray session (2 CPUs, no GPU) for the module; workers can import ray_helpers."""
     old = os.environ.get("PYTHONPATH")
     here = str(Path(__file__).resolve().parent)
     os.environ["PYTHONPATH"] = here if not old else f"{here}{os.pathsep}{old}"
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR")
+    ray.init(
+        num_cpus=2, num_gpus=0, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR"
+    )
     yield
     ray.shutdown()
     shutil.rmtree(temp_dir, ignore_errors=True)
@@ -106,3 +108,22 @@ def test_training_with_two_workers_equals_in_process(tiny_cfg) -> None:
     b = checkpoint.load(remote["best_checkpoint"]).policy.state_dict()
     for k in a:
         assert torch.allclose(a[k], b[k], atol=1e-6), k
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"workers": 1, "gpus_per_worker": 0.5}, "need 0.5 GPUs, the Ray cluster has 0"),
+        ({"workers": 3, "cpus_per_worker": 1.0}, "need 3 CPUs, the Ray cluster has 2"),
+    ],
+)
+def test_unschedulable_workers_are_refused(problem, kwargs, message) -> None:
+    """GPU fractions on a machine without GPUs, or more CPUs than the cluster has, raise at
+    the start instead of leaving actors waiting forever."""
+    policy, _, instances = problem
+    sampler = RaySampler(ENV, MODEL, chunk_size=4, progress=False, **kwargs)
+    try:
+        with pytest.raises(ValueError, match=message):
+            sampler.sample(policy, instances, SEARCH, seed=0)
+    finally:
+        sampler.close()
