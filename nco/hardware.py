@@ -1,8 +1,8 @@
 """What the hardware does fast: bf16 matrix products need matrix units to pay off.
 
 On a CPU without AVX512-BF16 / AMX (e.g. an AVX2-only EPYC) PyTorch emulates bf16 and a
-training step of the N=20 study model takes 13x longer than in fp32
-(data/results/bench/train_cpu_bf16.json), so nco warns where bf16 is asked for there.
+training step of the N=20 study model takes 19x longer than in fp32
+(data/results/bench/train_cpu_quiet.json), so nco warns where bf16 is asked for there.
 """
 
 from __future__ import annotations
