@@ -272,6 +272,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for folder in sorted((RUNS / args.study).glob("*_s*")):
         if not (folder / "best.pt").is_file():
             continue
+        if args.seeds is not None and int(folder.name.rsplit("_s", 1)[1]) not in args.seeds:
+            continue
         for name, overrides in decoders.items():
             out = RESULTS / f"{args.study}__{folder.name}__{name}.json"
             cmd = [
@@ -304,6 +306,7 @@ def main(argv: list[str] | None = None) -> None:
     evaluate = sub.add_parser("evaluate", help="test-set gaps of every run's best.pt")
     evaluate.add_argument("--study", choices=STUDIES, required=True)
     evaluate.add_argument("--limit", type=int, default=None, help="first LIMIT test instances")
+    evaluate.add_argument("--seeds", nargs="+", type=int, default=None, help="(default: all)")
     args = parser.parse_args(argv)
     {"run": cmd_run, "report": cmd_report, "evaluate": cmd_evaluate}[args.command](args)
 

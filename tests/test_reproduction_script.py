@@ -107,3 +107,20 @@ def test_cvrp_expert_data_loads_as_sl_data(tmp_path: Path) -> None:
     )
     instances, actions = load_cvrp_expert(out)
     assert tuple(actions.shape) == (2, 10) and tuple(instances.locs.shape) == (2, 10, 2)
+
+
+def test_evaluate_decodes_the_chosen_seeds_best_checkpoints(tmp_path: Path, monkeypatch) -> None:
+    """`evaluate --seeds 0 --limit 100` runs greedy and beam 16 on the test set for each run
+    of seed 0 that has a best.pt, writing one results JSON per run and decoder."""
+    for name in ("gd_s0", "sl_s0", "gd_s1", "wr_s0"):
+        (tmp_path / "tsp20" / name).mkdir(parents=True)
+        if name != "wr_s0":  # no best.pt yet
+            (tmp_path / "tsp20" / name / "best.pt").touch()
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    calls = []
+    monkeypatch.setattr(repro.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    repro.main(["evaluate", "--study", "tsp20", "--seeds", "0", "--limit", "100"])
+    runs = [next(a for a in c if a.startswith("checkpoint=")) for c in calls]
+    assert [Path(r).parent.name for r in runs] == ["gd_s0", "gd_s0", "sl_s0", "sl_s0"]
+    assert all("data=kool:tsp20_test" in c and "limit=100" in c for c in calls)
+    assert sum("search.beam_width=16" in c for c in calls) == 2
