@@ -20,9 +20,11 @@ Methods (everything else equal: model, optimizer steps per epoch, batch size, le
   gd   Gumbeldore (global update, the experiment's sigma and p_min schedule).
 
 `report` writes `data/results/reproduction/<study>.json` (per run: validation gap per epoch,
-wall time per epoch, best gap and its epoch) and `<study>.png` (gap vs epoch and vs hours).
-`evaluate` decodes each run's `best.pt` greedily and by beam search 16 on the study's test set
-and writes `data/results/reproduction/<study>__<method>_s<seed>__{greedy,beam16}.json`.
+wall time per epoch, best gap and its epoch; the test-set gaps `evaluate` wrote, each marked
+stale when the run's best epoch moved after it) and `<study>.png` (gap vs epoch and vs hours),
+and prints the test-set table per arm. `evaluate` decodes each run's `best.pt` greedily and by
+beam search 16 on the study's test set and writes
+`data/results/reproduction/<study>__<method>_s<seed>__{greedy,beam16}.json`.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ METHODS: dict[str, list[str]] = {
     "wor": ["search=wor"],
     "gd": ["search=gumbeldore"],
 }
+DECODERS = {"greedy": ["search=greedy"], "beam16": ["search=beam", "search.beam_width=16"]}
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
 
@@ -229,17 +232,59 @@ def read_run(folder: Path) -> dict:
     }
 
 
+def read_tests(study: str, runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """The test-set results `evaluate` wrote for each run and decoder: mean gap, instances, and
+    the epoch of the decoded best.pt (`stale` when the run's best epoch has moved since)."""
+    tests: dict[str, dict[str, dict]] = {}
+    for name, run in runs.items():
+        for decoder in DECODERS:
+            path = RESULTS / f"{study}__{name}__{decoder}.json"
+            if not path.is_file():
+                continue
+            result = json.loads(path.read_text())
+            epoch = result["info"]["checkpoint_meta"].get("epoch")
+            tests.setdefault(name, {})[decoder] = {
+                "mean_gap": result["mean_gap"],
+                "num_instances": result["num_instances"],
+                "epoch": epoch,
+                "stale": epoch != run["best_epoch"],
+            }
+    return tests
+
+
+def test_table(tests: dict[str, dict[str, dict]]) -> list[str]:
+    """Markdown rows per arm: each decoder's test gap per seed and their mean."""
+    arms: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    for name, by_decoder in sorted(tests.items()):
+        method, seed = name.rsplit("_s", 1)
+        for decoder, t in by_decoder.items():
+            mark = " (stale)" if t["stale"] else ""
+            arms.setdefault(method, {}).setdefault(decoder, []).append(
+                (f"s{seed} {t['mean_gap']:.3f}{mark}", t["mean_gap"])
+            )
+    rows = ["| arm | " + " | ".join(f"{d} gap % (per seed; mean)" for d in DECODERS) + " |"]
+    rows.append("|---" * (len(DECODERS) + 1) + "|")
+    for method in [m for m in METHODS if m in arms]:
+        cells = []
+        for decoder in DECODERS:
+            seeds = arms[method].get(decoder, [])
+            avg = sum(g for _, g in seeds) / len(seeds) if seeds else float("nan")
+            cells.append(", ".join(s for s, _ in seeds) + f"; **{avg:.3f}**" if seeds else "-")
+        rows.append(f"| {method.upper()} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def cmd_report(args: argparse.Namespace) -> None:
-    """Results JSON and the two-panel learning-curve PNG of a study."""
+    """Results JSON, the two-panel learning-curve PNG and the test-set table of a study."""
     folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
     if not folders:
         raise SystemExit(f"{RUNS / args.study}: no runs yet")
     runs = {p.name: read_run(p) for p in folders}
+    tests = read_tests(args.study, runs)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.study}.json"
-    out.write_text(
-        json.dumps({"study": args.study, **STUDIES[args.study]._asdict(), "runs": runs}, indent=1)
-    )
+    study = {"study": args.study, **STUDIES[args.study]._asdict(), "runs": runs, "test": tests}
+    out.write_text(json.dumps(study, indent=1))
     fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for name, r in runs.items():
         method, seed = name.rsplit("_s", 1)
@@ -262,19 +307,20 @@ def cmd_report(args: argparse.Namespace) -> None:
             f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
             f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h)"
         )
+    if tests:
+        print("\n".join(test_table(tests)))
     print(f"wrote {out} and {out.with_suffix('.png')}")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Greedy and beam-16 gaps of each run's best.pt on the study's test set."""
     spec = STUDIES[args.study]
-    decoders = {"greedy": ["search=greedy"], "beam16": ["search=beam", "search.beam_width=16"]}
     for folder in sorted((RUNS / args.study).glob("*_s*")):
         if not (folder / "best.pt").is_file():
             continue
         if args.seeds is not None and int(folder.name.rsplit("_s", 1)[1]) not in args.seeds:
             continue
-        for name, overrides in decoders.items():
+        for name, overrides in DECODERS.items():
             out = RESULTS / f"{args.study}__{folder.name}__{name}.json"
             cmd = [
                 sys.executable,

@@ -124,3 +124,39 @@ def test_evaluate_decodes_the_chosen_seeds_best_checkpoints(tmp_path: Path, monk
     assert [Path(r).parent.name for r in runs] == ["gd_s0", "gd_s0", "sl_s0", "sl_s0"]
     assert all("data=kool:tsp20_test" in c and "limit=100" in c for c in calls)
     assert sum("search.beam_width=16" in c for c in calls) == 2
+
+
+def test_report_collects_test_gaps_and_flags_stale_ones(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """`report` puts each run's test-set gaps into the study JSON with the decoded epoch, marks
+    a result stale when the run's best epoch moved since, and prints the per-arm mean."""
+    runs, results = tmp_path / "runs", tmp_path / "results"
+    monkeypatch.setattr(repro, "RUNS", runs)
+    monkeypatch.setattr(repro, "RESULTS", results)
+    results.mkdir()
+    for name, gaps in {"gd_s0": [3.0, 2.0], "gd_s1": [3.0, 2.5, 2.2], "sl_s0": [4.0]}.items():
+        rows = [{"epoch": e, "val/objective": -4, "val/gap": g} for e, g in enumerate(gaps)]
+        write_metrics(runs / "tsp20" / name / "logs" / "metrics.csv", rows)
+    decoded = {
+        ("gd_s0", "greedy"): (1, 2.5),
+        ("gd_s1", "greedy"): (1, 3.5),
+        ("sl_s0", "beam16"): (0, 0.4),
+    }
+    for (name, decoder), (epoch, gap) in decoded.items():
+        info = {"checkpoint_meta": {"epoch": epoch}}
+        result = {"mean_gap": gap, "num_instances": 100, "info": info}
+        (results / f"tsp20__{name}__{decoder}.json").write_text(repro.json.dumps(result))
+    repro.main(["report", "--study", "tsp20"])
+    test = repro.json.loads((results / "tsp20.json").read_text())["test"]
+    assert test["gd_s0"]["greedy"] == {
+        "mean_gap": 2.5,
+        "num_instances": 100,
+        "epoch": 1,
+        "stale": False,
+    }
+    assert test["gd_s1"]["greedy"]["stale"]  # decoded epoch 1, best is now epoch 2
+    assert set(test["sl_s0"]) == {"beam16"}
+    out = capsys.readouterr().out
+    assert "| GD | s0 2.500, s1 3.500 (stale); **3.000** | - |" in out
+    assert "| SL | - | s0 0.400; **0.400** |" in out
