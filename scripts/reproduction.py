@@ -60,18 +60,40 @@ COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
 
 class Study(NamedTuple):
-    """One problem and size: its experiment config, SL expert file and test set."""
+    """One problem and size: its experiment config, SL expert file (and the make_expert_data.py
+    arguments that write it) and test set."""
 
     experiment: str
     sl_data: str
+    expert: str
     test: str
 
 
 STUDIES = {
-    "tsp20": Study("repro_tsp20", "data/generated/expert/tsp20_exact.npz", "kool:tsp20_test"),
-    "tsp50": Study("repro_tsp50", "data/generated/expert/tsp50_lkh.npz", "kool:tsp50_test"),
-    "cvrp20": Study("repro_cvrp20", "data/generated/expert/cvrp20_hgs.npz", "kool:cvrp20_test"),
-    "cvrp50": Study("repro_cvrp50", "data/generated/expert/cvrp50_hgs.npz", "kool:cvrp50_test"),
+    "tsp20": Study(
+        "repro_tsp20",
+        "data/generated/expert/tsp20_exact.npz",
+        "--problem tsp --size 20 --num 100000 --solver exact --chunk 5000",
+        "kool:tsp20_test",
+    ),
+    "tsp50": Study(
+        "repro_tsp50",
+        "data/generated/expert/tsp50_lkh.npz",
+        "--problem tsp --size 50 --num 100000 --solver lkh --time-limit 1 --chunk 5000",
+        "kool:tsp50_test",
+    ),
+    "cvrp20": Study(
+        "repro_cvrp20",
+        "data/generated/expert/cvrp20_hgs.npz",
+        "--problem cvrp --size 20 --num 100000 --solver hgs --time-limit 0.5 --chunk 5000",
+        "kool:cvrp20_test",
+    ),
+    "cvrp50": Study(
+        "repro_cvrp50",
+        "data/generated/expert/cvrp50_hgs.npz",
+        "--problem cvrp --size 50 --num 100000 --solver hgs --time-limit 1 --chunk 5000",
+        "kool:cvrp50_test",
+    ),
 }
 
 
@@ -153,9 +175,15 @@ def record_chunk(
 
 def cmd_run(args: argparse.Namespace) -> None:
     """Round-robin chunks of every run until all reach the study length or time runs out."""
+    spec = STUDIES[args.study]
+    if "sl" in args.methods and not (REPO / spec.sl_data).is_file():
+        raise SystemExit(
+            f"{REPO / spec.sl_data}: the SL arm's expert data is missing; write it first with\n"
+            f"  python scripts/make_expert_data.py {spec.expert} --out {spec.sl_data}"
+        )
     total = target_epochs(args.study)
     runs = [(m, s) for s in args.seeds for m in args.methods]
-    threads = max(1, (os.cpu_count() or 1) // args.parallel)
+    threads = args.threads or max(1, (os.cpu_count() or 1) // args.parallel)
     deadline = time.monotonic() + args.max_wall if args.max_wall else None
     # `kill <pid>` ends the driver through the finally below, which stops its chunks too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -346,6 +374,9 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     run.add_argument("--turn-epochs", type=int, default=5, help="epochs per run and turn")
     run.add_argument("--parallel", type=int, default=2, help="runs at a time")
+    run.add_argument(
+        "--threads", type=int, default=None, help="torch threads per run (default: cores/parallel)"
+    )
     run.add_argument("--max-wall", type=float, default=None, help="stop after this many seconds")
     report = sub.add_parser("report", help="results JSON and learning-curve PNG")
     report.add_argument("--study", choices=STUDIES, required=True)

@@ -160,3 +160,16 @@ def test_report_collects_test_gaps_and_flags_stale_ones(
     out = capsys.readouterr().out
     assert "| GD | s0 2.500, s1 3.500 (stale); **3.000** | - |" in out
     assert "| SL | - | s0 0.400; **0.400** |" in out
+
+
+def test_run_refuses_to_start_without_the_sl_expert_data(monkeypatch, tmp_path: Path) -> None:
+    """A missing expert file stops `run` before any chunk, naming the command that writes it."""
+    spec = repro.STUDIES["cvrp20"]._replace(sl_data="data/generated/expert/nothing_here.npz")
+    monkeypatch.setitem(repro.STUDIES, "cvrp20", spec)
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    monkeypatch.setattr(repro, "launch", lambda *a: pytest.fail("a chunk was started"))
+    with pytest.raises(SystemExit) as stop:
+        repro.main(["run", "--study", "cvrp20", "--seeds", "0"])
+    message = str(stop.value)
+    assert "nothing_here.npz: the SL arm's expert data is missing" in message
+    assert f"make_expert_data.py {spec.expert} --out {spec.sl_data}" in message
