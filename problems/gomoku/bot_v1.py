@@ -55,10 +55,89 @@ def _rays(n: int, device: torch.device) -> tuple[torch.Tensor, ...]:
 def cell_scores(board: torch.Tensor) -> torch.Tensor:
     """Float64 (B, N, N): v1's score of each cell for the +1 player (-inf where occupied).
 
-    `board` holds +1 (the scored player), -1 (the opponent) and 0 (empty). Each walk is a loop
-    over steps on precomputed ray indices; every step adds one term to the running score, as
-    LightZero's loop does, so the float64 sums are bit-for-bit its sums.
+    `board` holds +1 (the scored player), -1 (the opponent) and 0 (empty). Boards up to
+    TABLE_MAX_N look each direction's score up in a table of walk pairs (about 2x faster on
+    9x9); larger ones step along the walks. Both give LightZero's float64 sums bit for bit.
     """
+    n = board.shape[-1]
+    return _table_scores(board) if n <= TABLE_MAX_N else _stepped_scores(board)
+
+
+TABLE_MAX_N = 10  # the pair table has (2 (2^N - 1))^2 float64 entries: 8 MB at 9x9, 33 at 10x10
+
+
+@functools.cache
+def _pair_table(n: int, device: torch.device) -> torch.Tensor:
+    """Float64 (K * K,): the thresholded direction score of every (first walk, second walk)
+    pair of walk codes (see `_walk_codes`), summed term by term in LightZero's order."""
+    steps = n - 1
+    codes = 2 * (2 ** (steps + 1) - 1)
+    terms = torch.zeros(codes, steps + 1, dtype=torch.float64)
+    length = torch.zeros(codes, dtype=torch.long)
+    for cells in range(steps + 1):
+        for own in range(2**cells):
+            for opponent in (0, 1):
+                code = 2 * (2**cells - 1) + 2 * own + opponent
+                weight, row = UNIT_WEIGHT, []
+                for k in range(cells):
+                    if own >> k & 1:
+                        row.append(weight)
+                    else:
+                        row.append(EMPTY_SCORE)
+                        weight = weight / 10
+                if opponent:
+                    row.append(OPPONENT_SCORE)
+                terms[code, : len(row)] = torch.tensor(row, dtype=torch.float64)
+                length[code] = cells
+    first = torch.zeros(codes, dtype=torch.float64)
+    for k in range(steps + 1):  # adding the 0.0 padding leaves a sum as it is
+        first = first + terms[:, k]
+    score = first[:, None].expand(codes, codes)
+    for k in range(steps + 1):
+        score = score + terms[None, :, k]
+    count = length[:, None] + length[None, :]
+    score = torch.where(count >= MIN_CELLS, score, 0.0)
+    score = torch.where(score >= HIGH, HIGH_SCORE, torch.where(score >= MID, MID_SCORE, score))
+    return score.flatten().to(device)
+
+
+def _walk_codes(ext: torch.Tensor, ray: torch.Tensor) -> torch.Tensor:
+    """Long (N * N, B): each cell's walk along `ray` as one code: the number L of own or empty
+    cells before it stops, which of them are own (bits), and whether an opponent stone stopped
+    it; code = 2 (2^L - 1) + 2 bits + opponent. `ext` is (N * N + 1, B), boards in columns."""
+    cells = ext[ray]  # (N - 1, N * N, B), steps outermost so each step is one contiguous slice
+    alive = torch.ones(cells.shape[1:], dtype=torch.bool, device=ext.device)
+    opponent = torch.zeros_like(alive)
+    length = torch.zeros(cells.shape[1:], dtype=torch.int16, device=ext.device)
+    own = torch.zeros_like(length)
+    for k in range(cells.shape[0]):
+        cell = cells[k]
+        is_own = cell == 1
+        opponent |= alive & (cell == -1)
+        alive &= is_own | (cell == 0)
+        length += alive
+        own += (is_own & alive) * (1 << k)
+    return 2 * ((1 << length.long()) - 1) + 2 * own + opponent
+
+
+def _table_scores(board: torch.Tensor) -> torch.Tensor:
+    """`cell_scores` by table lookup of each direction's two walk codes."""
+    b, n, _ = board.shape
+    flat = board.reshape(b, n * n).to(torch.int8)
+    edge = torch.full((b, 1), 2, dtype=torch.int8, device=board.device)
+    ext = torch.cat([flat, edge], 1).T.contiguous()
+    rays, table = _rays(n, board.device), _pair_table(n, board.device)
+    codes = 2 * (2**n - 1)
+    total = torch.zeros(n * n, b, dtype=torch.float64, device=board.device)
+    for d in range(len(DIRECTIONS)):
+        first, second = (_walk_codes(ext, ray) for ray in rays[2 * d : 2 * d + 2])
+        total = total + table.take(first * codes + second)
+    return total.T.masked_fill(flat != 0, float("-inf")).view(b, n, n)
+
+
+def _stepped_scores(board: torch.Tensor) -> torch.Tensor:
+    """`cell_scores` by a loop over steps on precomputed ray indices; every step adds one term
+    to the running score, as LightZero's loop does."""
     b, n, _ = board.shape
     flat = board.reshape(b, n * n).to(torch.int8)
     off = torch.full((b, 1), 2, dtype=torch.int8, device=board.device)  # ends a walk
