@@ -33,6 +33,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import signal
 import subprocess
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -67,6 +69,7 @@ class Study(NamedTuple):
     sl_data: str
     expert: str
     test: str
+    target: float  # Kool et al.'s Attention Model, greedy gap % on this test set (to beat)
 
 
 STUDIES = {
@@ -75,24 +78,28 @@ STUDIES = {
         "data/generated/expert/tsp20_exact.npz",
         "--problem tsp --size 20 --num 100000 --solver exact --chunk 5000",
         "kool:tsp20_test",
+        0.34,
     ),
     "tsp50": Study(
         "repro_tsp50",
         "data/generated/expert/tsp50_lkh.npz",
         "--problem tsp --size 50 --num 100000 --solver lkh --time-limit 1 --chunk 5000",
         "kool:tsp50_test",
+        1.76,
     ),
     "cvrp20": Study(
         "repro_cvrp20",
         "data/generated/expert/cvrp20_hgs.npz",
         "--problem cvrp --size 20 --num 100000 --solver hgs --time-limit 0.5 --chunk 5000",
         "kool:cvrp20_test",
+        4.97,
     ),
     "cvrp50": Study(
         "repro_cvrp50",
         "data/generated/expert/cvrp50_hgs.npz",
         "--problem cvrp --size 50 --num 100000 --solver hgs --time-limit 1 --chunk 5000",
         "kool:cvrp50_test",
+        5.86,
     ),
 }
 
@@ -302,16 +309,38 @@ def test_table(tests: dict[str, dict[str, dict]]) -> list[str]:
     return rows
 
 
+def power_law(run: dict, targets: dict[str, float], first: int = 10) -> dict | None:
+    """Least-squares fit of log(gap) = a + k log(epoch) over the validated epochs from `first`
+    (1-based) on, and the epochs at which the fitted curve reaches each target gap: how far
+    the run would have to go at its present rate (None before 5 such epochs)."""
+    points = [
+        (e + 1, g) for e, g in zip(run["epochs"], run["val_gap"], strict=True) if e + 1 >= first
+    ]
+    if len(points) < 5:
+        return None
+    epochs, gaps = np.log(np.array(points)).T
+    slope, a = np.polyfit(epochs, gaps, 1)
+    reach = {
+        name: round(math.exp((math.log(gap) - a) / slope)) if slope < 0 else None
+        for name, gap in targets.items()
+    }
+    return {"from_epoch": first, "slope": float(slope), "epochs_to": reach}
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     """Results JSON, the two-panel learning-curve PNG and the test-set table of a study."""
     folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
     if not folders:
         raise SystemExit(f"{RUNS / args.study}: no runs yet")
     runs = {p.name: read_run(p) for p in folders}
+    spec = STUDIES[args.study]
+    targets = {"1%": 1.0, f"AM {spec.target}%": spec.target}
+    for r in runs.values():
+        r["power_law"] = power_law(r, targets)
     tests = read_tests(args.study, runs)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.study}.json"
-    study = {"study": args.study, **STUDIES[args.study]._asdict(), "runs": runs, "test": tests}
+    study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests}
     out.write_text(json.dumps(study, indent=1))
     fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for name, r in runs.items():
@@ -331,9 +360,16 @@ def cmd_report(args: argparse.Namespace) -> None:
     fig.tight_layout()
     fig.savefig(RESULTS / f"{args.study}.png", dpi=110)
     for name, r in runs.items():
+        fit = r["power_law"]
+        trend = (
+            f"; gap ~ epoch^{fit['slope']:.2f}, epochs to "
+            + ", ".join(f"{k}: {v}" for k, v in fit["epochs_to"].items())
+            if fit
+            else ""
+        )
         print(
             f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
-            f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h)"
+            f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){trend}"
         )
     if tests:
         print("\n".join(test_table(tests)))

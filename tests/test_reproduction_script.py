@@ -173,3 +173,16 @@ def test_run_refuses_to_start_without_the_sl_expert_data(monkeypatch, tmp_path: 
     message = str(stop.value)
     assert "nothing_here.npz: the SL arm's expert data is missing" in message
     assert f"make_expert_data.py {spec.expert} --out {spec.sl_data}" in message
+
+
+def test_power_law_projects_the_epochs_to_each_target() -> None:
+    """gap = 8 / sqrt(epoch) fits with slope -0.5 and reaches 1 % at epoch 64, 0.5 % at 256;
+    too few epochs, or a curve that does not fall, give no projection."""
+    epochs = list(range(40))
+    run = {"epochs": epochs, "val_gap": [8 / (e + 1) ** 0.5 for e in epochs]}
+    fit = repro.power_law(run, {"1%": 1.0, "half": 0.5})
+    assert fit["slope"] == pytest.approx(-0.5)
+    assert fit["epochs_to"] == {"1%": 64, "half": 256}
+    assert repro.power_law({"epochs": epochs[:13], "val_gap": [1.0] * 13}, {"1%": 1.0}) is None
+    flat = repro.power_law({"epochs": epochs, "val_gap": [2.0 + e for e in epochs]}, {"1%": 1.0})
+    assert flat["epochs_to"] == {"1%": None}
