@@ -1,7 +1,7 @@
 """Gomoku (paper C.4): epochs until the greedy white policy beats the bot from every opening.
 
 Trains each variant for each seed as a separate `nco.train` run in a fixed folder
-`<out>/runs/<variant>_seed<seed>`, one run after the other by default (one torch thread each),
+`<out>/runs/<variant>_seed<seed>`, `--parallel` runs at a time (default 1; one torch thread each),
 reads `val/wins` per epoch from each run's metrics.csv and writes a JSON summary `<out>.json`
 and a plot `<out>.png` of greedy wins and draws vs epoch. Resumable: killing it loses at most
 the unfinished epoch, and rerunning the same command continues every unfinished run from its
@@ -16,7 +16,7 @@ Variants: wr = sampling with replacement (experiment=gomoku_wr); gd = Gumbeldore
 text says (gomoku_gumbeldore: sigma 5, summed results); gd_mean = Gumbeldore as the authors'
 code (gomoku_gumbeldore_mean: step 1, mean result per edge).
 
-    python scripts/gomoku_epochs.py --variants gd_mean wr --seeds 0 --out data/results/gomoku_paper
+    python scripts/gomoku_epochs.py --variants gd_mean wr gd --seeds 0 1 2 --parallel 2
     python scripts/gomoku_epochs.py --seeds 0 1 --board 7 --samples 64 --max-epochs 30 \\
         --out /tmp/gomoku_7x7                                          # a reduced setting
 
@@ -45,6 +45,7 @@ LABELS = {
     "gd_mean": "Gumbeldore, 1 x mean result",
 }
 FRACTIONS = (0.5, 0.75, 0.9)  # milestones of greedy wins (of all openings) also reported
+POLL_S = 2.0  # seconds between checks on the running runs
 METRICS = ("val/wins", "val/draws", "sample/objective", "time/sampling_s", "time/training_s")
 
 
@@ -136,8 +137,9 @@ def finished(run: dict) -> bool:
     return run["status"] in ("solved", "censored")
 
 
-def train(variant: str, seed: int, args: argparse.Namespace) -> None:
-    """Train (or continue) one run, rewriting the snapshot every `--snapshot-s` seconds."""
+def launch(variant: str, seed: int, args: argparse.Namespace) -> subprocess.Popen:
+    """Start (or continue) one run in the background, one torch thread, its output appended to
+    `<out>/<variant>_seed<seed>.log`."""
     folder = run_dir(variant, seed, args)
     folder.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "nco.train", *overrides(variant, args)]
@@ -146,20 +148,17 @@ def train(variant: str, seed: int, args: argparse.Namespace) -> None:
     with open(args.out / f"{variant}_seed{seed}.log", "a") as log:
         log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
         log.flush()
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            while True:
-                try:
-                    proc.wait(timeout=args.snapshot_s)
-                    break
-                except subprocess.TimeoutExpired:
-                    write_snapshot(args, running=(variant, seed))
-        except BaseException:
-            proc.terminate()  # e.g. Ctrl-C: end the run; last.ckpt keeps the finished epochs
-            proc.wait()
-            raise
-    if proc.returncode != 0:
-        raise SystemExit(f"{variant} seed {seed}: nco.train failed, see {log.name}")
+        return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def report(variant: str, seed: int, args: argparse.Namespace) -> None:
+    """Print one run's status line."""
+    run = collect(variant, seed, args)
+    print(
+        f"{variant} seed {seed}: {run['status']}, epochs to all wins "
+        f"{run['epochs_to_all_wins']}, best wins {run['best_wins']}",
+        flush=True,
+    )
 
 
 def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
@@ -230,10 +229,11 @@ def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
     plt.close(fig)
 
 
-def write_snapshot(args: argparse.Namespace, running: tuple[str, int] | None = None) -> dict:
-    """Read every (variant, seed) run so far and write `<out>.json` and `<out>.png`."""
+def write_snapshot(args: argparse.Namespace, running: set[tuple[str, int]] | None = None) -> dict:
+    """Read every (variant, seed) run so far (`running`: those training now) and write
+    `<out>.json` and `<out>.png`."""
     runs = [
-        collect(v, s, args, running=(v, s) == running)
+        collect(v, s, args, running=(v, s) in (running or set()))
         for s in args.seeds
         for v in args.variants
         if (run_dir(v, s, args) / "logs" / "metrics.csv").is_file()
@@ -266,6 +266,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=320, help="games per opening per epoch")
     parser.add_argument("--rounds", type=int, default=10, help="Gumbeldore rounds")
     parser.add_argument("--max-epochs", type=int, default=300, help="cap (censors a run)")
+    parser.add_argument("--parallel", type=int, default=1, help="runs at a time (1 thread each)")
     parser.add_argument("--snapshot-s", type=float, default=300.0, help="snapshot interval")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "results" / "gomoku_paper")
     parser.add_argument("extra", nargs="*", help="Hydra overrides for every run (after --)")
@@ -275,22 +276,41 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Train or continue every (seed, variant) in turn, then write the final snapshot."""
+    """Train or continue every unfinished (seed, variant), `--parallel` at a time, rewriting the
+    snapshot every `--snapshot-s` seconds and whenever a run ends."""
     args = parse(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    # `kill PID` ends the script and its nco.train run cleanly (last.ckpt keeps finished epochs)
+    # `kill PID` ends the script and its nco.train runs cleanly (last.ckpt keeps finished epochs)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    for seed in args.seeds:
-        for variant in args.variants:
-            if not finished(collect(variant, seed, args)):
-                train(variant, seed, args)
-            run = collect(variant, seed, args)
-            write_snapshot(args)
-            print(
-                f"{variant} seed {seed}: {run['status']}, epochs to all wins "
-                f"{run['epochs_to_all_wins']}, best wins {run['best_wins']}",
-                flush=True,
-            )
+    pending = [(v, s) for s in args.seeds for v in args.variants]
+    active: dict[tuple[str, int], subprocess.Popen] = {}
+    last_snapshot = time.monotonic()
+    try:
+        while pending or active:
+            while pending and len(active) < args.parallel:
+                key = pending.pop(0)
+                if finished(collect(*key, args)):
+                    report(*key, args)
+                else:
+                    active[key] = launch(*key, args)
+            time.sleep(POLL_S)
+            for key, proc in list(active.items()):
+                if proc.poll() is None:
+                    continue
+                del active[key]
+                if proc.returncode != 0:
+                    log = args.out / f"{key[0]}_seed{key[1]}.log"
+                    raise SystemExit(f"{key[0]} seed {key[1]}: nco.train failed, see {log}")
+                write_snapshot(args, running=set(active))
+                report(*key, args)
+            if time.monotonic() - last_snapshot >= args.snapshot_s:
+                write_snapshot(args, running=set(active))
+                last_snapshot = time.monotonic()
+    finally:
+        for proc in active.values():  # e.g. Ctrl-C: end the runs; last.ckpt keeps their epochs
+            proc.terminate()
+            proc.wait()
+    write_snapshot(args)
 
 
 if __name__ == "__main__":

@@ -80,11 +80,21 @@ def test_rerun_trains_only_unfinished_runs_and_writes_a_snapshot(
     write_metrics(metrics_of(args, "wr", 0), [1, 2])  # unfinished: continued
     calls = []
 
-    def fake_train(variant: str, seed: int, a: object) -> None:
+    class Finished:
+        """A run that has ended well (what Popen.poll reports)."""
+
+        returncode = 0
+
+        def poll(self) -> int:
+            return 0
+
+    def fake_launch(variant: str, seed: int, a: object) -> Finished:
         calls.append((variant, seed))
         write_metrics(metrics_of(a, variant, seed), [1, 2, 9])
+        return Finished()
 
-    monkeypatch.setattr(SCRIPT, "train", fake_train)
+    monkeypatch.setattr(SCRIPT, "launch", fake_launch)
+    monkeypatch.setattr(SCRIPT, "POLL_S", 0.0)
     SCRIPT.main(["--board", "3", "--seeds", "0", "--out", str(tmp_path / "study")])
     assert calls == [("wr", 0)]
     result = json.loads((tmp_path / "study.json").read_text())
@@ -123,3 +133,53 @@ def test_rerunning_the_command_continues_a_real_run(tmp_path: Path) -> None:
     assert log.count("nco.train") == 2
     result = json.loads((tmp_path / "tiny.json").read_text())
     assert result["runs"][0]["status"] in ("censored", "solved")
+
+
+def test_parallel_runs_keep_that_many_going_and_stop_on_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--parallel 2 starts two runs before either ends and the third when one slot frees; a run
+    that fails stops the script with its log named, ending the run still going."""
+    events: list[str] = []
+
+    class Run:
+        """A run that ends after `polls` checks with `code`."""
+
+        def __init__(self, name: str, polls: int, code: int) -> None:
+            self.name, self.polls, self.returncode = name, polls, None
+            self.code = code
+
+        def poll(self) -> int | None:
+            self.polls -= 1
+            if self.polls <= 0 and self.returncode is None:
+                self.returncode = self.code
+                events.append(f"end {self.name}")
+            return self.returncode
+
+        def terminate(self) -> None:
+            events.append(f"terminate {self.name}")
+
+        def wait(self) -> int:
+            return 0
+
+    plan = {("gd_mean", 0): (1, 0), ("wr", 0): (3, 0), ("gd_mean", 1): (1, 1)}
+
+    def fake_launch(variant: str, seed: int, a: object) -> Run:
+        events.append(f"start {variant}{seed}")
+        return Run(f"{variant}{seed}", *plan[(variant, seed)])
+
+    monkeypatch.setattr(SCRIPT, "launch", fake_launch)
+    monkeypatch.setattr(SCRIPT, "POLL_S", 0.0)
+    out = tmp_path / "study"
+    with pytest.raises(
+        SystemExit, match="gd_mean seed 1: nco.train failed, see .*gd_mean_seed1.log"
+    ):
+        SCRIPT.main(["--board", "3", "--seeds", "0", "1", "--parallel", "2", "--out", str(out)])
+    assert events == [
+        "start gd_mean0",
+        "start wr0",
+        "end gd_mean0",
+        "start gd_mean1",
+        "end gd_mean1",
+        "terminate wr0",
+    ]
