@@ -287,7 +287,7 @@ def read_tests(study: str, runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
     return tests
 
 
-def test_table(tests: dict[str, dict[str, dict]]) -> list[str]:
+def arm_table(tests: dict[str, dict[str, dict]]) -> list[str]:
     """Markdown rows per arm: each decoder's test gap per seed and their mean."""
     arms: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for name, by_decoder in sorted(tests.items()):
@@ -372,7 +372,7 @@ def cmd_report(args: argparse.Namespace) -> None:
             f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){trend}"
         )
     if tests:
-        print("\n".join(test_table(tests)))
+        print("\n".join(arm_table(tests)))
     print(f"wrote {out} and {out.with_suffix('.png')}")
 
 
