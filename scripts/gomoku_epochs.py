@@ -38,11 +38,17 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS = {"wr": "gomoku_wr", "gd": "gomoku_gumbeldore", "gd_mean": "gomoku_gumbeldore_mean"}
+VARIANTS = {
+    "wr": "gomoku_wr",
+    "gd": "gomoku_gumbeldore",
+    "gd_mean": "gomoku_gumbeldore_mean",
+    "gd_mean_first": "gomoku_gumbeldore_mean_first",
+}
 LABELS = {
     "wr": "sampling with replacement",
     "gd": "Gumbeldore, sigma 5 x summed results",
     "gd_mean": "Gumbeldore, 1 x mean result",
+    "gd_mean_first": "Gumbeldore, 1 x mean result, first best game",
 }
 FRACTIONS = (0.5, 0.75, 0.9)  # milestones of greedy wins (of all openings) also reported
 POLL_S = 2.0  # seconds between checks on the running runs
@@ -230,19 +236,23 @@ def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
 
 
 def write_snapshot(args: argparse.Namespace, running: set[tuple[str, int]] | None = None) -> dict:
-    """Read every (variant, seed) run so far (`running`: those training now) and write
-    `<out>.json` and `<out>.png`."""
+    """Read every run under `<out>/runs` so far, whichever command started it (`running`: those
+    training now), and write `<out>.json` and `<out>.png`."""
+    names = (p.name.rpartition("_seed") for p in (args.out / "runs").glob("*_seed*"))
+    found = [(v, int(s)) for v, _, s in names if v in VARIANTS and s.isdigit()]
+    found.sort(key=lambda key: (key[1], list(VARIANTS).index(key[0])))
     runs = [
         collect(v, s, args, running=(v, s) in (running or set()))
-        for s in args.seeds
-        for v in args.variants
+        for v, s in found
         if (run_dir(v, s, args) / "logs" / "metrics.csv").is_file()
     ]
     summary = summarize(runs, args)
-    keep = ("seeds", "variants", "board", "samples", "rounds", "max_epochs", "extra")
+    keep = ("board", "samples", "rounds", "max_epochs", "extra")
+    variants = sorted({r["variant"] for r in runs}, key=list(VARIANTS).index)
     result = {
         "setting": {k: getattr(args, k) for k in keep},
-        "experiments": {v: VARIANTS[v] for v in args.variants},
+        "seeds": sorted({r["seed"] for r in runs}),
+        "experiments": {v: VARIANTS[v] for v in variants},
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "summary": summary,
         "runs": runs,

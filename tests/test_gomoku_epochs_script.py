@@ -183,3 +183,18 @@ def test_parallel_runs_keep_that_many_going_and_stop_on_a_failure(
         "end gd_mean1",
         "terminate wr0",
     ]
+
+
+def test_snapshot_reads_every_run_in_the_study_folder(tmp_path: Path) -> None:
+    """Runs started by other invocations (other variants or seeds) are in the snapshot too,
+    ordered by seed then variant; folders that are not runs are ignored."""
+    args = args_for(tmp_path, "--variants", "wr", "--seeds", "0")
+    write_metrics(metrics_of(args, "gd_mean_first", 3), [9])
+    write_metrics(metrics_of(args, "wr", 0), [1, 2])
+    write_metrics(metrics_of(args, "gd", 0), [3])
+    (args.out / "runs" / "notes_seedx").mkdir()
+    result = SCRIPT.write_snapshot(args, running={("wr", 0)})
+    runs = [(r["variant"], r["seed"], r["status"]) for r in result["runs"]]
+    assert runs == [("wr", 0, "running"), ("gd", 0, "unfinished"), ("gd_mean_first", 3, "solved")]
+    assert result["seeds"] == [0, 3]
+    assert list(result["experiments"]) == ["wr", "gd", "gd_mean_first"]

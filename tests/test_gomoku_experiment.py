@@ -99,6 +99,15 @@ def test_mean_advantage_experiment_is_the_authors_code_setting() -> None:
     assert mean.training == gd.training and mean.model == gd.model
 
 
+def test_first_tie_break_variant_differs_only_in_the_pseudo_expert() -> None:
+    """gomoku_gumbeldore_mean_first: the authors' advantage, the first best game as target."""
+    mean = compose_train(["experiment=gomoku_gumbeldore_mean"])
+    first = compose_train(["experiment=gomoku_gumbeldore_mean_first"])
+    assert (mean.training.tie_break, first.training.tie_break) == ("random", "first")
+    assert first.search == mean.search and first.model == mean.model
+    assert {**first.training, "tie_break": "random"} == {**mean.training}
+
+
 def test_mean_advantage_quick_run_decodes_and_trains(tmp_path: Path) -> None:
     """One tiny epoch with the mean advantage: the search config reaches the decoder."""
     over = ["experiment=gomoku_gumbeldore_quick", "search.advantage=mean", "search.sigma=1.0"]
