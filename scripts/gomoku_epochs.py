@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
         for proc in active.values():  # e.g. Ctrl-C: end the runs; last.ckpt keeps their epochs
             proc.terminate()
             proc.wait()
-    write_snapshot(args)
+        write_snapshot(args)  # also after a kill, so no run is left marked as running
 
 
 if __name__ == "__main__":
