@@ -66,12 +66,32 @@ def cell_scores(board: torch.Tensor) -> torch.Tensor:
 TABLE_MAX_N = 10  # the pair table has (2 (2^N - 1))^2 float64 entries: 8 MB at 9x9, 33 at 10x10
 
 
+def _extended(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Int8 (B, N * N) flat boards, and the same with a last column of 2 that ends a walk (the
+    cell the rays name past the board edge)."""
+    b, n, _ = board.shape
+    flat = board.reshape(b, n * n).to(torch.int8)
+    edge = torch.full((b, 1), 2, dtype=torch.int8, device=board.device)
+    return flat, torch.cat([flat, edge], dim=1)
+
+
+def _direction_score(score: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """A direction's summed walks as v1 counts them: 0 unless MIN_CELLS cells were walked, then
+    the HIGH / MID thresholds."""
+    score = torch.where(count >= MIN_CELLS, score, 0.0)
+    return torch.where(score >= HIGH, HIGH_SCORE, torch.where(score >= MID, MID_SCORE, score))
+
+
+def _num_codes(n: int) -> int:
+    """Walk codes on an N x N board: 2^L own/empty patterns x 2 stops for L = 0 .. N - 1."""
+    return 2 * (2**n - 1)
+
+
 @functools.cache
 def _pair_table(n: int, device: torch.device) -> torch.Tensor:
     """Float64 (K * K,): the thresholded direction score of every (first walk, second walk)
     pair of walk codes (see `_walk_codes`), summed term by term in LightZero's order."""
-    steps = n - 1
-    codes = 2 * (2 ** (steps + 1) - 1)
+    steps, codes = n - 1, _num_codes(n)
     terms = torch.zeros(codes, steps + 1, dtype=torch.float64)
     length = torch.zeros(codes, dtype=torch.long)
     for cells in range(steps + 1):
@@ -96,9 +116,7 @@ def _pair_table(n: int, device: torch.device) -> torch.Tensor:
     for k in range(steps + 1):
         score = score + terms[None, :, k]
     count = length[:, None] + length[None, :]
-    score = torch.where(count >= MIN_CELLS, score, 0.0)
-    score = torch.where(score >= HIGH, HIGH_SCORE, torch.where(score >= MID, MID_SCORE, score))
-    return score.flatten().to(device)
+    return _direction_score(score, count).flatten().to(device)
 
 
 def _walk_codes(ext: torch.Tensor, ray: torch.Tensor) -> torch.Tensor:
@@ -123,11 +141,9 @@ def _walk_codes(ext: torch.Tensor, ray: torch.Tensor) -> torch.Tensor:
 def _table_scores(board: torch.Tensor) -> torch.Tensor:
     """`cell_scores` by table lookup of each direction's two walk codes."""
     b, n, _ = board.shape
-    flat = board.reshape(b, n * n).to(torch.int8)
-    edge = torch.full((b, 1), 2, dtype=torch.int8, device=board.device)
-    ext = torch.cat([flat, edge], 1).T.contiguous()
-    rays, table = _rays(n, board.device), _pair_table(n, board.device)
-    codes = 2 * (2**n - 1)
+    flat, ext = _extended(board)
+    ext = ext.T.contiguous()
+    rays, table, codes = _rays(n, board.device), _pair_table(n, board.device), _num_codes(n)
     total = torch.zeros(n * n, b, dtype=torch.float64, device=board.device)
     for d in range(len(DIRECTIONS)):
         first, second = (_walk_codes(ext, ray) for ray in rays[2 * d : 2 * d + 2])
@@ -139,9 +155,7 @@ def _stepped_scores(board: torch.Tensor) -> torch.Tensor:
     """`cell_scores` by a loop over steps on precomputed ray indices; every step adds one term
     to the running score, as LightZero's loop does."""
     b, n, _ = board.shape
-    flat = board.reshape(b, n * n).to(torch.int8)
-    off = torch.full((b, 1), 2, dtype=torch.int8, device=board.device)  # ends a walk
-    ext = torch.cat([flat, off], dim=1)
+    flat, ext = _extended(board)
     rays = _rays(n, board.device)
     total = torch.zeros(b, n * n, dtype=torch.float64, device=board.device)
     for d in range(len(DIRECTIONS)):
@@ -160,9 +174,7 @@ def _stepped_scores(board: torch.Tensor) -> torch.Tensor:
                 count += alive
                 if not bool(alive.any()):
                     break
-        score = torch.where(count >= MIN_CELLS, score, 0.0)
-        score = torch.where(score >= HIGH, HIGH_SCORE, torch.where(score >= MID, MID_SCORE, score))
-        total = total + score
+        total = total + _direction_score(score, count)
     return total.masked_fill(flat != 0, float("-inf")).view(b, n, n)
 
 
