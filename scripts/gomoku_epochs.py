@@ -257,7 +257,7 @@ def write_snapshot(args: argparse.Namespace, running: set[tuple[str, int]] | Non
         "summary": summary,
         "runs": runs,
     }
-    tmp = args.out.parent / f"{args.out.name}.json.tmp"
+    tmp = args.out.parent / f"{args.out.name}.json.{os.getpid()}.tmp"  # two scripts may share out
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.replace(args.out.parent / f"{args.out.name}.json")
     if summary:

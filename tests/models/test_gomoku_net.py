@@ -235,6 +235,30 @@ def test_logits_equal_the_reference_network(size: int) -> None:
         torch.testing.assert_close(net(states), theirs, rtol=1e-5, atol=1e-5)
 
 
+def test_eval_folds_batch_norm_into_the_convolutions() -> None:
+    """Eval mode's folded convolutions give the logits of the layer-by-layer net with batch
+    norm on its running statistics (randomised here), to float32 rounding."""
+    torch.manual_seed(0)
+    net = GomokuNet(board_size=9, zero_init=False)
+    with torch.no_grad():
+        for module in net.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-1, 1)
+                module.running_mean.uniform_(-1, 1)
+                module.running_var.uniform_(0.5, 2)
+    states = random_states(32, 9, seed=4)
+    net.train()
+    for module in net.modules():  # the unfolded path, batch norm on running statistics
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.eval()
+    with torch.no_grad():
+        layered = net(states)
+        folded = net.eval()(states)
+    assert layered.abs().max() > 0.1
+    torch.testing.assert_close(folded, layered, rtol=1e-5, atol=1e-5)
+
+
 def test_untrained_reference_and_nco_nets_play_uniformly() -> None:
     """Both nets start with the zero last layer of LightZero's MLP: all logits 0."""
     ref = reference_model(9).eval()

@@ -132,10 +132,12 @@ def test_blocks_only_when_the_opponent_scores_higher() -> None:
 @pytest.mark.parametrize("n", [5, 7, 9, 10])
 def test_table_lookup_equals_the_stepped_walks_bit_for_bit(n: int) -> None:
     """Boards up to TABLE_MAX_N score by table lookup, larger ones by stepping along the walks:
-    both give the same float64 scores on random boards from empty to full."""
+    both give the same float64 scores on random boards from empty to full, for both players."""
     g = torch.Generator().manual_seed(n)
     stones = torch.randint(-1, 2, (400, n, n), generator=g).float()
     density = torch.linspace(0, 1, 400).view(-1, 1, 1)
     boards = stones * (torch.rand(400, n, n, generator=g) < density)
-    assert torch.equal(bot_v1._table_scores(boards), bot_v1._stepped_scores(boards))
+    own, opponent = bot_v1._table_scores(boards)
+    assert torch.equal(own, bot_v1._stepped_scores(boards))
+    assert torch.equal(opponent, bot_v1._stepped_scores(-boards))
     assert n <= bot_v1.TABLE_MAX_N  # cell_scores takes the table here
