@@ -143,8 +143,8 @@ def _walk_codes(ext: torch.Tensor, ray: torch.Tensor) -> torch.Tensor:
 def _lines(n: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     """The board's lines in v1's four directions, each ordered along the direction's second
     walk: Long (lines, N) cell indices (N * N past a line's end), Int32 (lines, N) powers of 3
-    (0 past the end), and per direction and cell (4 N * N,) its line and the table offset of
-    its line length and position (see `_line_tables`)."""
+    (0 past the end), and per direction and cell (4 N * N,) its line, the table offset of its
+    line length and position, and its line's length (see `_line_tables`)."""
     offsets = _length_offsets(n)
     cells, powers, line_of, base = [], [], [], []
     for _, (dr, dc) in DIRECTIONS:
