@@ -30,40 +30,39 @@ from torch import nn
 from problems.gomoku.types import GomokuState
 
 
-def _conv_bn(cin: int, cout: int, kernel: int, bias: bool = False) -> nn.Sequential:
-    """Convolution (same padding) followed by batch norm."""
-    return nn.Sequential(
-        nn.Conv2d(cin, cout, kernel, padding=kernel // 2, bias=bias), nn.BatchNorm2d(cout)
-    )
+class ConvBN(nn.Sequential):
+    """Convolution (same padding) followed by batch norm; in eval mode one convolution with the
+    batch norm folded into its weights and bias: inference 1.35x faster on 2,592 9x9 boards on
+    this CPU (one thread: 0.34 vs 0.46 s, the whole net), logits equal to ~1e-6. The layers
+    keep nn.Sequential's names (`0` conv, `1` norm), so checkpoints load unchanged."""
 
-
-def _folded(layer: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
-    """A `_conv_bn` layer in eval mode as one convolution, batch norm folded into its weights
-    and bias: inference 1.35x faster on 2,592 9x9 boards on this CPU (one thread: 0.34 vs
-    0.46 s, the whole net with in-place ReLUs), logits equal to ~1e-6."""
-    conv, norm = layer
-    scale = norm.weight * torch.rsqrt(norm.running_var + norm.eps)
-    bias = norm.bias - norm.running_mean * scale
-    if conv.bias is not None:
-        bias = bias + conv.bias * scale
-    return F.conv2d(x, conv.weight * scale.view(-1, 1, 1, 1), bias, padding=conv.padding)
-
-
-class ResidualBlock(nn.Module):
-    """Two 3x3 conv + batch-norm layers with a skip connection: relu(x + f(x)); in eval mode
-    with batch norm folded into the convolutions."""
-
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.body = nn.Sequential(
-            _conv_bn(channels, channels, 3), nn.ReLU(), _conv_bn(channels, channels, 3)
+    def __init__(self, cin: int, cout: int, kernel: int, bias: bool = False) -> None:
+        super().__init__(
+            nn.Conv2d(cin, cout, kernel, padding=kernel // 2, bias=bias), nn.BatchNorm2d(cout)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.training:
-            return torch.relu(x + self.body(x))
-        y = _folded(self.body[2], _folded(self.body[0], x).relu_())
-        return y.add_(x).relu_()
+            return super().forward(x)
+        conv, norm = self[0], self[1]
+        scale = norm.weight * torch.rsqrt(norm.running_var + norm.eps)
+        bias = norm.bias - norm.running_mean * scale
+        if conv.bias is not None:
+            bias = bias + conv.bias * scale
+        return F.conv2d(x, conv.weight * scale.view(-1, 1, 1, 1), bias, padding=conv.padding)
+
+
+class ResidualBlock(nn.Module):
+    """Two 3x3 conv + batch-norm layers with a skip connection: relu(x + f(x))."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            ConvBN(channels, channels, 3), nn.ReLU(inplace=True), ConvBN(channels, channels, 3)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.body(x))
 
 
 class GomokuNet(nn.Module):
@@ -109,14 +108,14 @@ class GomokuNet(nn.Module):
                 raise ValueError(f"GomokuNet: expected {name} >= {least}, got {value}.")
         self.board_size = board_size
         cells = board_size**2
-        self.stem = nn.Sequential(_conv_bn(2, channels, 3), nn.ReLU())
+        self.stem = nn.Sequential(ConvBN(2, channels, 3), nn.ReLU(inplace=True))
         self.body = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
         self.prediction = nn.Sequential(
             *(ResidualBlock(channels) for _ in range(prediction_blocks))
         )
         bias = head_hidden > 0  # LightZero's head convolution has a bias; nco's earlier had none
         self.head = nn.Sequential(
-            _conv_bn(channels, head_channels, 1, bias=bias), nn.ReLU(), nn.Flatten()
+            ConvBN(channels, head_channels, 1, bias=bias), nn.ReLU(inplace=True), nn.Flatten()
         )
         if head_hidden > 0:
             self.mlp = nn.Sequential(
@@ -147,9 +146,5 @@ class GomokuNet(nn.Module):
 
     def forward(self, state: GomokuState) -> torch.Tensor:
         """Logits (B, N * N), one per cell (occupied cells are left for the decoder to mask)."""
-        if self.training:
-            x = self.prediction(self.body(self.stem(self.planes(state))))
-            return self.logits(self.mlp(self.head(x)))
-        x = _folded(self.stem[0], self.planes(state)).relu_()
-        x = self.prediction(self.body(x))
-        return self.logits(self.mlp(_folded(self.head[0], x).relu_().flatten(1)))
+        x = self.prediction(self.body(self.stem(self.planes(state))))
+        return self.logits(self.mlp(self.head(x)))

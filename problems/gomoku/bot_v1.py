@@ -146,10 +146,9 @@ def _lines(n: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     (0 past the end), and per direction and cell (4 N * N,) its line, the table offset of its
     line length and position, and its line's length (see `_line_tables`)."""
     offsets = _length_offsets(n)
-    cells, powers, line_of, base = [], [], [], []
+    cells, powers, line_of, base, lengths = [], [], [], [], []
     for _, (dr, dc) in DIRECTIONS:
-        owner = [0] * (n * n)
-        where = [0] * (n * n)
+        owner, where, size = [0] * (n * n), [0] * (n * n), [0] * (n * n)
         for r0 in range(n):
             for c0 in range(n):
                 if 0 <= r0 - dr < n and 0 <= c0 - dc < n:
@@ -161,11 +160,12 @@ def _lines(n: int, device: torch.device) -> tuple[torch.Tensor, ...]:
                 for pos, cell in enumerate(line):
                     owner[cell] = len(cells)
                     where[cell] = offsets[len(line)] + pos
+                    size[cell] = len(line)
                 cells.append(line + [n * n] * (n - len(line)))
                 powers.append([3**k for k in range(len(line))] + [0] * (n - len(line)))
         line_of += owner
         base += where
-    lengths = [sum(p > 0 for p in powers[i]) for i in line_of]
+        lengths += size
     as_long = functools.partial(torch.tensor, dtype=torch.long, device=device)
     return (
         as_long(cells),
