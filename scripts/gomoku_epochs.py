@@ -12,11 +12,18 @@ PNG are rewritten every `--snapshot-s` seconds, so they can be committed as prog
 A run's status: "solved" (all openings won, the run stopped), "censored" (reached
 `--max-epochs` without), "running" (training now) or "unfinished" (stopped early; rerun).
 
+Per variant the summary gives the mean and spread over solved runs and the median over all
+finished runs (censored ones counting as slower than any solved one); `comparisons` ranks every
+pair of variants with Gehan's test for censored data (probability that a run of the first is
+faster, permutation p-value), so a censored run counts instead of being dropped.
+
 Variants: wr = sampling with replacement (experiment=gomoku_wr); gd = Gumbeldore as the paper's
 text says (gomoku_gumbeldore: sigma 5, summed results); gd_mean = Gumbeldore as the authors'
-code (gomoku_gumbeldore_mean: step 1, mean result per edge).
+code (gomoku_gumbeldore_mean: step 1, mean result per edge); gd_mean_first = gd_mean keeping
+the first best game as the pseudo-expert (gomoku_gumbeldore_mean_first).
 
     python scripts/gomoku_epochs.py --variants gd_mean wr gd --seeds 0 1 2 --parallel 2
+    python scripts/gomoku_epochs.py --report --max-epochs 100    # JSON + PNG only, no training
     python scripts/gomoku_epochs.py --seeds 0 1 --board 7 --samples 64 --max-epochs 30 \\
         --out /tmp/gomoku_7x7                                          # a reduced setting
 
@@ -28,10 +35,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
 import math
 import os
+import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -51,6 +61,7 @@ LABELS = {
     "gd_mean_first": "Gumbeldore, 1 x mean result, first best game",
 }
 FRACTIONS = (0.5, 0.75, 0.9)  # milestones of greedy wins (of all openings) also reported
+PERMUTATIONS = 20_000  # random relabellings behind each comparison's p-value (seeded)
 POLL_S = 2.0  # seconds between checks on the running runs
 METRICS = ("val/wins", "val/draws", "sample/objective", "time/sampling_s", "time/training_s")
 
@@ -167,6 +178,74 @@ def report(variant: str, seed: int, args: argparse.Namespace) -> None:
     )
 
 
+def epochs_or_inf(run: dict) -> float:
+    """Epochs to all wins of a finished run; a censored run's count is unknown beyond its
+    epochs and sorts after every solved one (inf)."""
+    solved = run["epochs_to_all_wins"]
+    return math.inf if solved is None else float(solved)
+
+
+def median_epochs(runs: list[dict]) -> float | None:
+    """Median epochs to all wins over finished runs, censored runs counting as more than any
+    solved one; None when the median falls on a censored run (or there is no finished run)."""
+    keys = [epochs_or_inf(r) for r in runs if finished(r)]
+    if not keys:
+        return None
+    value = statistics.median(keys)
+    return None if math.isinf(value) else value
+
+
+def faster(a: dict, b: dict) -> int:
+    """+1 if run `a` provably won everywhere in fewer epochs than run `b`, -1 if provably in
+    more, 0 if equal or undecided (both censored, or a run censored before the other solved):
+    the pair score of Gehan's rank test for censored data."""
+    ea, eb = a["epochs_to_all_wins"], b["epochs_to_all_wins"]
+    if ea is not None and eb is not None:
+        return (ea < eb) - (ea > eb)
+    if ea is not None:
+        return 1 if ea <= b["epochs_done"] else 0
+    if eb is not None:
+        return -1 if eb <= a["epochs_done"] else 0
+    return 0
+
+
+def compare(first: list[dict], second: list[dict], seed: int = 0) -> dict:
+    """Is `first` faster than `second`? Gehan's score U (sum of `faster` over all pairs), the
+    probability that a run of `first` is faster than one of `second` (ties count half), and the
+    two-sided permutation p-value of U: over every split of the pooled runs into groups of the
+    two sizes when there are at most PERMUTATIONS splits, else over PERMUTATIONS seeded ones."""
+    pooled, k = first + second, len(first)
+    pair = [[faster(x, y) for y in pooled] for x in pooled]
+
+    def score(group: set[int]) -> int:
+        rest = [j for j in range(len(pooled)) if j not in group]
+        return sum(pair[i][j] for i in group for j in rest)
+
+    observed = score(set(range(k)))
+    exact = math.comb(len(pooled), k) <= PERMUTATIONS
+    if exact:
+        splits = [set(c) for c in itertools.combinations(range(len(pooled)), k)]
+    else:  # the observed split counts among the sampled ones, so p is never 0
+        rng = random.Random(seed)
+        splits = [set(range(k))]
+        splits += [set(rng.sample(range(len(pooled)), k)) for _ in range(PERMUTATIONS)]
+    extreme = sum(abs(score(group)) >= abs(observed) for group in splits)
+    return {
+        "runs": [len(first), len(second)],
+        "gehan_u": observed,
+        "prob_faster": 0.5 + observed / (2 * len(first) * len(second)),
+        "p_value": extreme / len(splits),
+        "exact": exact,
+    }
+
+
+def compare_variants(runs: list[dict]) -> dict:
+    """`compare` for every ordered pair of variants (in VARIANTS order) over finished runs."""
+    done = {v: [r for r in runs if r["variant"] == v and finished(r)] for v in VARIANTS}
+    names = [v for v in VARIANTS if done[v]]
+    return {f"{a} vs {b}": compare(done[a], done[b]) for a, b in itertools.combinations(names, 2)}
+
+
 def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
     """Per variant: epochs to all wins and to each FRACTIONS milestone (means over the runs
     that got there) and the mean wins and draws per epoch, over the runs that reached the
@@ -202,7 +281,10 @@ def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
             "epochs_to_all_wins": [r["epochs_to_all_wins"] for r in mine],
             "epochs_to_wins_fraction": milestones,
             "solved_runs": len(solved),
+            "censored_runs": sum(r["status"] == "censored" for r in mine),
             "mean_epochs_solved_runs": sum(solved) / len(solved) if solved else None,
+            "std_epochs_solved_runs": statistics.stdev(solved) if len(solved) > 1 else None,
+            "median_epochs": median_epochs(mine),
             "best_wins": max(r["best_wins"] for r in mine),
             "mean_wins_per_epoch": curves,
             "mean_draws_per_epoch": draws,
@@ -255,6 +337,7 @@ def write_snapshot(args: argparse.Namespace, running: set[tuple[str, int]] | Non
         "experiments": {v: VARIANTS[v] for v in variants},
         "written": time.strftime("%Y-%m-%d %H:%M:%S"),
         "summary": summary,
+        "comparisons": compare_variants(runs),
         "runs": runs,
     }
     tmp = args.out.parent / f"{args.out.name}.json.{os.getpid()}.tmp"  # two scripts may share out
@@ -278,6 +361,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-epochs", type=int, default=300, help="cap (censors a run)")
     parser.add_argument("--parallel", type=int, default=1, help="runs at a time (1 thread each)")
     parser.add_argument("--snapshot-s", type=float, default=300.0, help="snapshot interval")
+    parser.add_argument(
+        "--report", action="store_true", help="only rewrite the JSON and PNG from the runs so far"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "data" / "results" / "gomoku_paper")
     parser.add_argument("extra", nargs="*", help="Hydra overrides for every run (after --)")
     args = parser.parse_args(argv)
@@ -289,6 +375,9 @@ def main(argv: list[str] | None = None) -> None:
     """Train or continue every unfinished (seed, variant), `--parallel` at a time, rewriting the
     snapshot every `--snapshot-s` seconds and whenever a run ends."""
     args = parse(argv)
+    if args.report:
+        write_snapshot(args)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     # `kill PID` ends the script and its nco.train runs cleanly (last.ckpt keeps finished epochs)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

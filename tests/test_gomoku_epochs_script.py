@@ -198,3 +198,76 @@ def test_snapshot_reads_every_run_in_the_study_folder(tmp_path: Path) -> None:
     assert runs == [("wr", 0, "running"), ("gd", 0, "unfinished"), ("gd_mean_first", 3, "solved")]
     assert result["seeds"] == [0, 3]
     assert list(result["experiments"]) == ["wr", "gd", "gd_mean_first"]
+
+
+def run_of(variant: str, epochs: int | None, done: int = 100) -> dict:
+    """A finished run record: solved at `epochs`, or censored after `done` epochs (None)."""
+    status = "censored" if epochs is None else "solved"
+    return {"variant": variant, "status": status, "epochs_to_all_wins": epochs,
+            "epochs_done": done if epochs is None else epochs}  # fmt: skip
+
+
+def test_pair_scores_follow_gehans_rules_for_censored_runs() -> None:
+    """Solved vs solved compares epochs; solved vs censored is decided only when the solved run
+    finished no later than the censored one stopped; two censored runs are undecided."""
+    assert SCRIPT.faster(run_of("a", 40), run_of("b", 50)) == 1
+    assert SCRIPT.faster(run_of("a", 50), run_of("b", 50)) == 0
+    assert SCRIPT.faster(run_of("a", 100), run_of("b", None, done=100)) == 1
+    assert SCRIPT.faster(run_of("a", 150), run_of("b", None, done=100)) == 0
+    assert SCRIPT.faster(run_of("a", None, done=100), run_of("b", 60)) == -1
+    assert SCRIPT.faster(run_of("a", None), run_of("b", None)) == 0
+
+
+def test_comparison_is_exact_for_small_groups_and_seeded_for_large() -> None:
+    """3 vs 3 fully separated runs: U = -9, P(faster) = 0, exact p = 2 / C(6, 3) = 0.1. With 12 vs
+    12 runs the p-value comes from seeded relabellings: reproducible and never 0."""
+    slow = [run_of("wr", None), run_of("wr", 59), run_of("wr", 41)]
+    fast = [run_of("gd", 39), run_of("gd", 40), run_of("gd", 38)]
+    result = SCRIPT.compare(slow, fast)
+    assert result == {"runs": [3, 3], "gehan_u": -9, "prob_faster": 0.0, "p_value": 0.1,
+                      "exact": True}  # fmt: skip
+    assert SCRIPT.compare(fast, slow)["prob_faster"] == 1.0
+    big_slow = [run_of("wr", 50 + i) for i in range(12)]
+    big_fast = [run_of("gd", 30 + i) for i in range(12)]
+    first = SCRIPT.compare(big_fast, big_slow)
+    assert not first["exact"] and first == SCRIPT.compare(big_fast, big_slow)
+    assert 0 < first["p_value"] < 1e-3 and first["prob_faster"] == 1.0
+    mixed = SCRIPT.compare(big_fast[::2] + big_slow[::2], big_fast[1::2] + big_slow[1::2])
+    assert mixed["p_value"] > 0.5
+
+
+def test_median_counts_censored_runs_as_slowest(tmp_path: Path) -> None:
+    """The median over finished runs treats censored runs as slower than any solved one and is
+    None when it falls on a censored run; unfinished runs do not count."""
+    runs = [run_of("wr", 41), run_of("wr", 59), run_of("wr", None)]
+    assert SCRIPT.median_epochs(runs) == 59
+    assert SCRIPT.median_epochs([*runs, run_of("wr", 45)]) == 52
+    assert SCRIPT.median_epochs([run_of("wr", 41), run_of("wr", None), run_of("wr", None)]) is None
+    unfinished = {**run_of("wr", None, done=10), "status": "unfinished"}
+    assert SCRIPT.median_epochs([run_of("wr", 41), unfinished]) == 41
+    args = args_for(tmp_path, "--max-epochs", "4", "--variants", "wr")
+    write_metrics(metrics_of(args, "wr", 0), [0, 5, 9])
+    write_metrics(metrics_of(args, "wr", 1), [4, 5, 9])
+    write_metrics(metrics_of(args, "wr", 2), [1, 2, 3, 3])  # censored
+    summary = SCRIPT.summarize([SCRIPT.collect("wr", s, args) for s in range(3)], args)["wr"]
+    assert summary["median_epochs"] == 3 and summary["censored_runs"] == 1
+    assert summary["std_epochs_solved_runs"] == 0.0
+
+
+def test_report_only_rewrites_the_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--report reads the runs so far and writes JSON (with the comparisons) and PNG, and
+    trains nothing, even for unfinished runs."""
+    args = args_for(tmp_path, "--max-epochs", "3")
+    write_metrics(metrics_of(args, "wr", 0), [1, 2, 3])  # censored
+    write_metrics(metrics_of(args, "gd_mean_first", 0), [4, 9])  # solved
+    write_metrics(metrics_of(args, "gd_mean", 0), [1])  # unfinished
+
+    def no_launch(*_: object) -> None:
+        raise AssertionError("--report must not train")
+
+    monkeypatch.setattr(SCRIPT, "launch", no_launch)
+    SCRIPT.main(["--board", "3", "--max-epochs", "3", "--report", "--out", str(args.out)])
+    result = json.loads((tmp_path / "study.json").read_text())
+    assert result["comparisons"]["wr vs gd_mean_first"]["prob_faster"] == 0.0
+    assert result["summary"]["gd_mean"]["status"] == ["unfinished"]
+    assert (tmp_path / "study.png").stat().st_size > 0
