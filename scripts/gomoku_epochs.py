@@ -294,6 +294,45 @@ def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
     return out
 
 
+def markdown(result: dict) -> str:
+    """The snapshot as Markdown: per variant the epochs to all wins of every run (seed order;
+    "> E" for a run censored after E epochs, "(E)" for one still going), the mean +- standard
+    deviation over solved runs, the median over finished runs and the best greedy wins; then
+    every pair of variants compared (P(first faster), p-value)."""
+    lines = [
+        "| variant | epochs to all wins per seed | solved | mean +- sd (solved) | median "
+        "| best wins |",
+        "|---|---|---|---|---|---|",
+    ]
+    for variant, s in result["summary"].items():
+        cells = []
+        for seed, status, done, epochs in zip(
+            s["seeds"], s["status"], s["epochs_done"], s["epochs_to_all_wins"], strict=True
+        ):
+            text = {"solved": str(epochs), "censored": f"> {done}"}.get(status, f"({done})")
+            cells.append(f"{seed}: {text}")
+        finished_runs = s["solved_runs"] + s["censored_runs"]
+        spread = ""
+        if s["mean_epochs_solved_runs"] is not None:
+            spread = f"{s['mean_epochs_solved_runs']:.1f}"
+            if s["std_epochs_solved_runs"] is not None:
+                spread += f" +- {s['std_epochs_solved_runs']:.1f}"
+        median = s["median_epochs"]
+        median_text = "censored" if median is None and finished_runs else f"{median or ''}"
+        lines.append(
+            f"| {variant} | {', '.join(cells)} | {s['solved_runs']} of {finished_runs} | "
+            f"{spread} | {median_text} | {s['best_wins']:g} |"
+        )
+    lines += ["", "| comparison | runs | P(first faster) | p-value |", "|---|---|---|---|"]
+    for pair, c in result["comparisons"].items():
+        exact = "exact" if c["exact"] else "sampled"
+        lines.append(
+            f"| {pair} | {c['runs'][0]} / {c['runs'][1]} | {c['prob_faster']:.2f} | "
+            f"{c['p_value']:.3g} ({exact}) |"
+        )
+    return "\n".join(lines)
+
+
 def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
     """Mean greedy wins (solid) and draws (dashed) vs epoch, one colour per variant."""
     import matplotlib
@@ -362,7 +401,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--parallel", type=int, default=1, help="runs at a time (1 thread each)")
     parser.add_argument("--snapshot-s", type=float, default=300.0, help="snapshot interval")
     parser.add_argument(
-        "--report", action="store_true", help="only rewrite the JSON and PNG from the runs so far"
+        "--report",
+        action="store_true",
+        help="only rewrite the JSON and PNG from the runs so far and print them as Markdown",
     )
     parser.add_argument("--out", type=Path, default=REPO / "data" / "results" / "gomoku_paper")
     parser.add_argument("extra", nargs="*", help="Hydra overrides for every run (after --)")
@@ -376,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     snapshot every `--snapshot-s` seconds and whenever a run ends."""
     args = parse(argv)
     if args.report:
-        write_snapshot(args)
+        print(markdown(write_snapshot(args)))
         return
     args.out.mkdir(parents=True, exist_ok=True)
     # `kill PID` ends the script and its nco.train runs cleanly (last.ckpt keeps finished epochs)

@@ -271,3 +271,23 @@ def test_report_only_rewrites_the_snapshot(tmp_path: Path, monkeypatch: pytest.M
     assert result["comparisons"]["wr vs gd_mean_first"]["prob_faster"] == 0.0
     assert result["summary"]["gd_mean"]["status"] == ["unfinished"]
     assert (tmp_path / "study.png").stat().st_size > 0
+
+
+def test_markdown_lists_every_run_and_comparison(tmp_path: Path) -> None:
+    """The Markdown report marks solved, censored and running runs, the spread over solved runs
+    and a median that falls on a censored run, and one row per pair of variants (here U = -2, and
+    8 of the 10 splits of the 5 runs into 3 + 2 give |U| >= 2)."""
+    args = args_for(tmp_path, "--max-epochs", "3")
+    write_metrics(metrics_of(args, "wr", 0), [1, 2, 3])  # censored
+    write_metrics(metrics_of(args, "wr", 1), [1, 2, 3])  # censored
+    write_metrics(metrics_of(args, "wr", 2), [9])  # solved at 1
+    write_metrics(metrics_of(args, "gd_mean_first", 0), [4, 9])  # solved at 2
+    write_metrics(metrics_of(args, "gd_mean_first", 1), [3, 9])  # solved at 2
+    write_metrics(metrics_of(args, "gd_mean_first", 2), [1])  # training now
+    text = SCRIPT.markdown(SCRIPT.write_snapshot(args, running={("gd_mean_first", 2)}))
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines()}
+    assert rows["wr"] == "| wr | 0: > 3, 1: > 3, 2: 1 | 1 of 3 | 1.0 | censored | 9 |"
+    assert rows["gd_mean_first"] == (
+        "| gd_mean_first | 0: 2, 1: 2, 2: (1) | 2 of 2 | 2.0 +- 0.0 | 2.0 | 9 |"
+    )
+    assert rows["wr vs gd_mean_first"] == "| wr vs gd_mean_first | 3 / 2 | 0.33 | 0.8 (exact) |"
