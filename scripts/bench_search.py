@@ -8,6 +8,10 @@ a GPU samples its utilisation meanwhile.
 
     python scripts/bench_search.py --precision bf16 --out bench_search.json
     python scripts/bench_search.py --device cuda --throughput 1000 --chunk 250 --out gpu.json
+
+`--precision int8` (CPU) quantizes the encoder's linear layers dynamically to int8
+(`torch.ao.quantization.quantize_dynamic`): a candidate for a cheaper network evaluation on CPUs
+without bf16 units, measured here; nco's decoders do not use it (it changes the logits).
 """
 
 from __future__ import annotations
@@ -127,7 +131,7 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
+    parser.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="bf16")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--tiny", action="store_true", help="tiny model (smoke test)")
@@ -140,7 +144,12 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     dims = (32, 2, 4, 64) if args.tiny else (128, 9, 8, 512)
-    policy = BQPolicy(*dims, precision=args.precision).to(args.device).eval()
+    precision = "fp32" if args.precision == "int8" else args.precision
+    policy = BQPolicy(*dims, precision=precision).to(args.device).eval()
+    if args.precision == "int8":
+        policy.encoder = torch.ao.quantization.quantize_dynamic(
+            policy.encoder, {torch.nn.Linear}, dtype=torch.qint8
+        )
     env = TSPEnv(args.nodes)
     instances = env.generate(args.instances, torch.Generator().manual_seed(1234)).to(args.device)
     k, n = args.beam, args.rounds
