@@ -3,7 +3,8 @@
 Trains each variant for each seed as a separate `nco.train` run in a fixed folder
 `<out>/runs/<variant>_seed<seed>`, `--parallel` runs at a time (default 1; one torch thread each),
 reads `val/wins` per epoch from each run's metrics.csv and writes a JSON summary `<out>.json`
-and a plot `<out>.png` of greedy wins and draws vs epoch. Resumable: killing it loses at most
+and a plot `<out>.png` of greedy wins vs epoch (every run and the mean) and of the share of
+runs that won everywhere by each epoch. Resumable: killing it loses at most
 the unfinished epoch, and rerunning the same command continues every unfinished run from its
 `checkpoints/last.ckpt` with its metrics intact (nco-train resumes in its own folder); runs
 that won everywhere or reached `--max-epochs` are only read. While a run trains, the JSON and
@@ -333,26 +334,41 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(summary: dict, args: argparse.Namespace, path: Path) -> None:
-    """Mean greedy wins (solid) and draws (dashed) vs epoch, one colour per variant."""
+def plot(summary: dict, runs: list[dict], args: argparse.Namespace, path: Path) -> None:
+    """Left: greedy wins vs epoch of every run (thin) and their mean (thick), one colour per
+    variant. Right: the share of each variant's runs that won from every opening by epoch e."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    cells = args.board**2
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
     for variant, s in summary.items():
-        curve, epochs = s["mean_wins_per_epoch"], range(1, len(s["mean_wins_per_epoch"]) + 1)
-        label = f"{LABELS[variant]}, wins (seeds {s['seeds']})"
-        line = ax.plot(epochs, curve, label=label)
-        ax.plot(epochs, s["mean_draws_per_epoch"], ls="--", color=line[0].get_color())
-    ax.axhline(args.board**2, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel(f"greedy white wins (draws dashed) of {args.board**2}")
-    ax.set_title(f"Gomoku {args.board}x{args.board} vs bot v1, {args.samples} games per opening")
-    ax.legend(loc="center right", fontsize="small")  # the curves rise on the left, end at the top
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        mine = [r for r in runs if r["variant"] == variant]
+        mean_curve = s["mean_wins_per_epoch"]
+        line = left.plot(range(1, len(mean_curve) + 1), mean_curve, lw=2)
+        colour = line[0].get_color()
+        for r in mine:
+            wins = r["wins_per_epoch"]
+            left.plot(range(1, len(wins) + 1), wins, color=colour, lw=0.7, alpha=0.35)
+        solved = sorted(r["epochs_to_all_wins"] for r in mine if r["epochs_to_all_wins"])
+        last = max(r["epochs_done"] for r in mine)
+        steps = [0, *solved, last]
+        share = [0, *(i / len(mine) for i in range(1, len(solved) + 1)), len(solved) / len(mine)]
+        label = f"{LABELS[variant]} ({len(mine)} runs)"
+        right.step(steps, share, where="post", color=colour, label=label)
+    left.axhline(cells, color="grey", lw=0.8, ls="--")
+    left.set_xlabel("epoch")
+    left.set_ylabel(f"greedy white wins of {cells} openings")
+    left.set_title("every run (thin) and the mean (thick)")
+    right.set_xlabel("epoch")
+    right.set_ylabel("share of runs with all openings won")
+    right.set_ylim(0, 1.02)
+    fig.suptitle(f"Gomoku {args.board}x{args.board} vs bot v1, {args.samples} games per opening")
+    fig.legend(loc="lower center", ncol=2, fontsize="small")  # below both panels
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
@@ -383,7 +399,7 @@ def write_snapshot(args: argparse.Namespace, running: set[tuple[str, int]] | Non
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     tmp.replace(args.out.parent / f"{args.out.name}.json")
     if summary:
-        plot(summary, args, args.out.parent / f"{args.out.name}.png")
+        plot(summary, runs, args, args.out.parent / f"{args.out.name}.png")
     return result
 
 
