@@ -13,6 +13,8 @@ and validation seconds from the metrics CSV.
 
     python scripts/bench_train.py --profile --out data/results/bench_train_cpu.json
     python scripts/bench_train.py --experiments tsp100_gumbeldore --device cuda --epoch
+    python scripts/bench_train.py --experiments tsp100_gumbeldore --batch-size 256 --steps 100 \
+        --precisions fp32 bf16 --curve loss.png     # same batches: loss curves fp32 vs bf16
 """
 
 from __future__ import annotations
@@ -82,12 +84,15 @@ def time_steps(
     precision: str,
     device: torch.device,
 ) -> dict[str, Any]:
-    """Median seconds per step for batch building, transfer and forward/backward/step."""
+    """Median seconds per step for batch building, transfer and forward/backward/step, and the
+    loss of every step (warm-up included): batches and initial weights depend only on the seeds,
+    so two precisions' loss curves are comparable step by step."""
     instances, actions = buffer
     gen = torch.Generator().manual_seed(0)
     optim = module.configure_optimizers()
     dtype = PRECISIONS[precision]
     parts: dict[str, list[float]] = {"batch_s": [], "transfer_s": [], "step_s": []}
+    losses = []
     for i in range(warmup + steps):
         t0 = time.perf_counter()
         idx = torch.randint(actions.shape[0], (batch_size,), generator=gen)
@@ -104,6 +109,7 @@ def time_steps(
         optim.step()
         _sync(device)
         t3 = time.perf_counter()
+        losses.append(loss.item())
         if i >= warmup:
             parts["batch_s"].append(t1 - t0)
             parts["transfer_s"].append(t2 - t1)
@@ -116,6 +122,7 @@ def time_steps(
     out["steps_per_s_device_only"] = 1.0 / out["step_s"]
     if device.type == "cuda":
         out["max_memory_gib"] = torch.cuda.max_memory_allocated(device) / 2**30
+    out["losses"] = losses
     return out
 
 
@@ -202,7 +209,32 @@ def bench_experiment(name: str, args: argparse.Namespace) -> dict[str, Any]:
         )
     if {"fp32", "bf16"} <= out["steps"].keys():
         out["bf16_speedup_step"] = out["steps"]["fp32"]["step_s"] / out["steps"]["bf16"]["step_s"]
+    # mean loss of the last fifth of the steps, per precision: the curves' end points
+    out["final_loss"] = {
+        p: statistics.mean(r["losses"][-max(1, len(r["losses"]) // 5) :])
+        for p, r in out["steps"].items()
+    }
     return out
+
+
+def plot_losses(experiments: dict[str, Any], path: Path) -> None:
+    """Loss per optimizer step of every experiment (one panel each), a line per precision."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    width = 5 * len(experiments)
+    fig, axes = plt.subplots(1, len(experiments), figsize=(width, 3.6), squeeze=False)
+    for ax, (name, result) in zip(axes[0], experiments.items(), strict=True):
+        for precision, r in result["steps"].items():
+            ax.plot(range(1, len(r["losses"]) + 1), r["losses"], label=precision, lw=1)
+        title = f"{name}, batch {result['batch_size']}"
+        ax.set(title=title, xlabel="optimizer step", ylabel="loss")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -219,6 +251,7 @@ def main() -> None:
     parser.add_argument("--epoch", action="store_true", help="also time one real epoch")
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides")
     parser.add_argument("--out", default="bench_train.json")
+    parser.add_argument("--curve", default=None, help="PNG of the loss per step by precision")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -242,6 +275,9 @@ def main() -> None:
         print("one epoch:", json.dumps(report["epoch"]))
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(f"wrote {args.out}")
+    if args.curve:
+        plot_losses(report["experiments"], Path(args.curve))
+        print(f"wrote {args.curve}")
 
 
 if __name__ == "__main__":

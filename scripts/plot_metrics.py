@@ -1,6 +1,10 @@
-"""Plot per-epoch metrics of an nco-train run (its logs/metrics.csv) and print them as a table.
+"""Plot per-epoch metrics of nco-train runs (their logs/metrics.csv) and print them as tables.
+
+Several runs go into the same panels, one line each, labelled by the run folder (or the CSV's
+name), e.g. the same training in two precisions:
 
 python scripts/plot_metrics.py outputs/<run> --metrics val/gap sample/cost --out curve.png
+python scripts/plot_metrics.py fp32.csv bf16.csv --metrics train/loss_epoch val/gap --out cmp.png
 """
 
 from __future__ import annotations
@@ -33,28 +37,48 @@ def per_epoch(csv_path: Path, metrics: list[str]) -> dict[str, dict[int, float]]
     return out
 
 
+def metrics_path(run: Path) -> Path:
+    """A run folder's logs/metrics.csv, or `run` itself when it is a CSV file."""
+    return run if run.suffix == ".csv" else run / "logs" / "metrics.csv"
+
+
+def label(run: Path) -> str:
+    """A run's name in legends and tables: the CSV's stem or the folder's name."""
+    return run.stem if run.suffix == ".csv" else run.name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", type=Path, help="run folder or its metrics.csv")
+    parser.add_argument("runs", type=Path, nargs="+", help="run folders or metrics.csv files")
     parser.add_argument("--metrics", nargs="+", default=["val/gap"])
     parser.add_argument("--out", type=Path, default=None, help="PNG (default <run>/curve.png)")
     args = parser.parse_args()
-    path = args.run if args.run.suffix == ".csv" else args.run / "logs" / "metrics.csv"
-    data = per_epoch(path, args.metrics)
-    epochs = sorted({e for values in data.values() for e in values})
-    print("epoch " + " ".join(f"{m:>16}" for m in args.metrics))
-    for e in epochs:
-        cells = [f"{data[m][e]:>16.4f}" if e in data[m] else f"{'':>16}" for m in args.metrics]
-        print(f"{e:>5} " + " ".join(cells))
+    try:
+        data = {label(run): per_epoch(metrics_path(run), args.metrics) for run in args.runs}
+    except ValueError as error:
+        parser.error(str(error))
+    for name, values in data.items():
+        epochs = sorted({e for per_metric in values.values() for e in per_metric})
+        if len(data) > 1:
+            print(name)
+        print("epoch " + " ".join(f"{m:>16}" for m in args.metrics))
+        for e in epochs:
+            cells = [
+                f"{values[m][e]:>16.4f}" if e in values[m] else f"{'':>16}" for m in args.metrics
+            ]
+            print(f"{e:>5} " + " ".join(cells))
     fig, axes = plt.subplots(1, len(args.metrics), figsize=(4.5 * len(args.metrics), 3.2))
     for ax, m in zip(list(axes) if len(args.metrics) > 1 else [axes], args.metrics, strict=True):
-        xs = sorted(data[m])
-        ax.plot(xs, [data[m][x] for x in xs], marker="o")
+        for name, values in data.items():
+            xs = sorted(values[m])
+            ax.plot(xs, [values[m][x] for x in xs], marker="o", label=name)
         ax.set_xlabel("epoch")
         ax.set_title(m)
         ax.grid(alpha=0.3)
+        if len(data) > 1:
+            ax.legend()
     fig.tight_layout()
-    out = args.out or path.parent.parent / "curve.png"
+    out = args.out or metrics_path(args.runs[0]).parent.parent / "curve.png"
     fig.savefig(out, dpi=120)
     print(f"wrote {out}")
 
