@@ -90,7 +90,7 @@ STUDIES = {
     "cvrp20": Study(
         "repro_cvrp20",
         "data/generated/expert/cvrp20_hgs.npz",
-        "--problem cvrp --size 20 --num 100000 --solver hgs --time-limit 0.5 --chunk 5000",
+        "--problem cvrp --size 20 --num 100000 --solver hgs --time-limit 0.05 --chunk 5000",
         "kool:cvrp20_test",
         4.97,
     ),
