@@ -165,6 +165,19 @@ def launch(study: str, method: str, seed: int, upto: int, threads: int) -> subpr
     )
 
 
+def host() -> dict:
+    """The CPU model and whether it has bf16 matrix units: epoch times differ between hosts."""
+    path = Path("/proc/cpuinfo")
+    first = path.read_text().split("\n\n")[0] if path.is_file() else ""  # processor 0
+    fields = {
+        k.strip(): v.strip()
+        for k, v in (ln.split(":", 1) for ln in first.splitlines() if ":" in ln)
+    }
+    flags = fields.get("flags", "").split()
+    bf16 = any(f in flags for f in ("avx512_bf16", "amx_bf16"))
+    return {"cpu": fields.get("model name", ""), "bf16_units": bf16}
+
+
 def record_chunk(
     study: str, method: str, seed: int, start: int, end: int, t0: float, commit: str
 ) -> None:
@@ -175,6 +188,7 @@ def record_chunk(
         "wall_s": round(time.time() - t0, 1),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
+        **host(),
     }
     with open(run_dir(study, method, seed) / "chunks.jsonl", "a") as f:
         f.write(json.dumps(entry) + "\n")

@@ -186,3 +186,21 @@ def test_power_law_projects_the_epochs_to_each_target() -> None:
     assert repro.power_law({"epochs": epochs[:13], "val_gap": [1.0] * 13}, {"1%": 1.0}) is None
     flat = repro.power_law({"epochs": epochs, "val_gap": [2.0 + e for e in epochs]}, {"1%": 1.0})
     assert flat["epochs_to"] == {"1%": None}
+
+
+def test_chunk_record_names_the_code_version_and_the_host(monkeypatch, tmp_path: Path) -> None:
+    """chunks.jsonl says which commit, epochs and CPU (with or without bf16 units) ran a chunk."""
+    import json
+    import time
+
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    (tmp_path / "tsp20" / "gd_s0").mkdir(parents=True)
+    repro.record_chunk("tsp20", "gd", 0, 5, 10, time.time() - 3, "abc+dirty")
+    (entry,) = [json.loads(line) for line in open(tmp_path / "tsp20" / "gd_s0" / "chunks.jsonl")]
+    assert entry["commit"] == "abc+dirty" and entry["epochs"] == [5, 10]
+    assert entry["wall_s"] >= 3 and isinstance(entry["bf16_units"], bool)
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        text = cpuinfo.read_text()
+        assert entry["cpu"] in text and bool(entry["cpu"]) == ("model name" in text)
+        assert entry["bf16_units"] == ("avx512_bf16" in text or "amx_bf16" in text)
