@@ -326,7 +326,8 @@ def arm_table(tests: dict[str, dict[str, dict]]) -> list[str]:
 def power_law(run: dict, targets: dict[str, float], first: int = 10) -> dict | None:
     """Least-squares fit of log(gap) = a + k log(epoch) over the validated epochs from `first`
     (1-based) on, and the epochs at which the fitted curve reaches each target gap: how far
-    the run would have to go at its present rate (None before 5 such epochs)."""
+    the run would have to go at its present rate (None before 5 such epochs; a target's None:
+    not within a million epochs, e.g. a flat or rising curve)."""
     points = [
         (e + 1, g) for e, g in zip(run["epochs"], run["val_gap"], strict=True) if e + 1 >= first
     ]
@@ -334,10 +335,11 @@ def power_law(run: dict, targets: dict[str, float], first: int = 10) -> dict | N
         return None
     epochs, gaps = np.log(np.array(points)).T
     slope, a = np.polyfit(epochs, gaps, 1)
-    reach = {
-        name: round(math.exp((math.log(gap) - a) / slope)) if slope < 0 else None
+    logs = {
+        name: (math.log(gap) - a) / slope if slope < 0 else math.inf
         for name, gap in targets.items()
     }
+    reach = {name: round(math.exp(x)) if x <= math.log(1e6) else None for name, x in logs.items()}
     return {"from_epoch": first, "slope": float(slope), "epochs_to": reach}
 
 

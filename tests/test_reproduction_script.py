@@ -177,7 +177,8 @@ def test_run_refuses_to_start_without_the_sl_expert_data(monkeypatch, tmp_path: 
 
 def test_power_law_projects_the_epochs_to_each_target() -> None:
     """gap = 8 / sqrt(epoch) fits with slope -0.5 and reaches 1 % at epoch 64, 0.5 % at 256;
-    too few epochs, or a curve that does not fall, give no projection."""
+    too few epochs, a curve that does not fall, or one that needs over a million epochs give
+    no projection."""
     epochs = list(range(40))
     run = {"epochs": epochs, "val_gap": [8 / (e + 1) ** 0.5 for e in epochs]}
     fit = repro.power_law(run, {"1%": 1.0, "half": 0.5})
@@ -186,6 +187,8 @@ def test_power_law_projects_the_epochs_to_each_target() -> None:
     assert repro.power_law({"epochs": epochs[:13], "val_gap": [1.0] * 13}, {"1%": 1.0}) is None
     flat = repro.power_law({"epochs": epochs, "val_gap": [2.0 + e for e in epochs]}, {"1%": 1.0})
     assert flat["epochs_to"] == {"1%": None}
+    slow = {"epochs": epochs, "val_gap": [18 / (e + 1) ** 0.01 for e in epochs]}
+    assert repro.power_law(slow, {"1%": 1.0})["epochs_to"] == {"1%": None}  # beyond 1e6 epochs
 
 
 def test_chunk_record_names_the_code_version_and_the_host(monkeypatch, tmp_path: Path) -> None:
