@@ -65,6 +65,23 @@ def test_read_run_sums_wall_time_and_finds_the_best_epoch(tmp_path: Path) -> Non
     assert run["hours"] == pytest.approx([1.0, 3.0, 3.0])
     assert (run["best_epoch"], run["best_val_gap"]) == (1, 2.0)
     assert repro.epochs_done(tmp_path) == 3
+    assert run["targets"] is None  # no sampling: an SL run
+
+
+def test_target_quality_sets_the_sampled_best_beside_greedy(tmp_path: Path) -> None:
+    """Over the last epochs: best sampled cost as a gap to the validation references (val cost
+    / (1 + gap)) beside the mean greedy gap."""
+    rows = []
+    for e, (sampled, val_cost, gap) in enumerate(
+        [(9.0, 9.0, 50.0), (4.2, 4.4, 10.0), (4.0, 4.2, 5.0)]
+    ):
+        rows.append({"epoch": e, "sample/cost": sampled})
+        rows.append({"epoch": e, "val/objective": -val_cost, "val/cost": val_cost, "val/gap": gap})
+    write_metrics(tmp_path / "logs" / "metrics.csv", rows)
+    targets = repro.read_run(tmp_path, last=2)["targets"]
+    assert targets["epochs"] == [1, 2] and targets["reference_cost"] == pytest.approx(4.0)
+    assert targets["best_sampled_gap"] == pytest.approx(2.5)  # (4.1 - 4.0) / 4.0
+    assert targets["greedy_gap"] == pytest.approx(7.5)
 
 
 def test_expert_data_is_optimal_and_resumes(tmp_path: Path, capsys) -> None:
@@ -207,3 +224,87 @@ def test_chunk_record_names_the_code_version_and_the_host(monkeypatch, tmp_path:
         text = cpuinfo.read_text()
         assert entry["cpu"] in text and bool(entry["cpu"]) == ("model name" in text)
         assert entry["bf16_units"] == ("avx512_bf16" in text or "amx_bf16" in text)
+
+
+def fake_run(folder: Path, gaps: list[float], commit: str) -> None:
+    """A finished run folder as `nco-train` leaves it: metrics, Hydra config, chunks, best.pt."""
+    rows = [{"epoch": e, "val/objective": -4, "val/gap": g} for e, g in enumerate(gaps)]
+    write_metrics(folder / "logs" / "metrics.csv", rows)
+    (folder / ".hydra").mkdir()
+    config = {
+        "problem": {"name": "tsp", "num_nodes": 20, "env": {"_target_": "x"}},
+        "model": {"_target_": "models.bq.BQPolicy", "dim": 128},
+        "training": {"instances_per_epoch": 128, "batches_per_epoch": 100, "batch_size": 256},
+        "trainer": {"gradient_clip_val": 1.0},
+        "search": {"method": "gumbeldore", "update": "none"},
+    }
+    config["training"]["lr"] = 5e-4
+    (folder / ".hydra" / "config.yaml").write_text(repro.yaml.safe_dump(config))
+    chunk = {"commit": commit, "epochs": [0, len(gaps)], "cpu": "Test CPU", "cpus": 2}
+    (folder / "chunks.jsonl").write_text(repro.json.dumps(chunk) + "\n")
+    (folder / "best.pt").write_bytes(folder.name.encode())
+
+
+def test_ship_picks_the_best_self_improvement_run_and_writes_its_manifest(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """By default `ship` takes the run trained without expert data with the lowest validation
+    gap (SL is better here but not chosen), copies its best.pt, decodes it greedily and by beam
+    16 on the whole test set and writes a manifest with the gaps against the AM's 0.34 %."""
+    runs = tmp_path / "runs" / "tsp20"
+    fake_run(runs / "sl_s0", [3.0, 1.0], "aaa")
+    fake_run(runs / "wor_s0", [3.0, 1.5, 1.8], "bbb")
+    fake_run(runs / "gd_s1", [3.0, 2.0, 1.9, 1.7], "ccc")
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(repro, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(repro, "SHIPPED_RESULTS", tmp_path / "results")
+    calls = []
+
+    def decode(cmd: list[str], **kw) -> None:
+        calls.append(cmd)
+        out = Path(next(a for a in cmd if a.startswith("out="))[4:])
+        gap = 0.2 if "search.beam_width=16" in cmd else 2.5
+        info = {"reference_source": "exact"}
+        out.write_text(repro.json.dumps({"mean_gap": gap, "num_instances": 10000, "info": info}))
+
+    monkeypatch.setattr(repro.subprocess, "run", decode)
+    repro.main(["ship", "--study", "tsp20"])
+    shipped = tmp_path / "shipped" / "tsp20"
+    assert (shipped / "best.pt").read_bytes() == b"wor_s0"
+    assert len(calls) == 2 and all("data=kool:tsp20_test" in c for c in calls)
+    assert all(not any(a.startswith("limit=") for a in c) for c in calls)  # whole test set
+    manifest = repro.json.loads((shipped / "manifest.json").read_text())
+    assert (manifest["best_epoch"], manifest["epochs_trained"]) == (1, 3)
+    assert manifest["validation_gap_pct"] == 1.5 and manifest["commits"] == ["bbb"]
+    assert manifest["machines"] == ["Test CPU, 2 cores"]
+    assert "search=wor" in manifest["command"] and "seed=0" in manifest["command"]
+    assert "hydra." not in manifest["command"] and "without expert data" in manifest["training"]
+    test = manifest["kool_tsp20_test"]
+    assert (test["greedy_gap_pct"], test["beam16_gap_pct"], test["instances"]) == (2.5, 0.2, 10000)
+    assert manifest["target"]["reached"] is False
+    assert manifest["target"]["greedy_points_above"] == pytest.approx(2.5 - 0.34)
+    repro.main(["ship", "--study", "tsp20", "--run", "sl_s0", "--limit", "100"])
+    assert (shipped / "best.pt").read_bytes() == b"sl_s0" and "limit=100" in calls[-1]
+    with pytest.raises(SystemExit, match="no such run"):
+        repro.main(["ship", "--study", "tsp20", "--run", "wr_s3"])
+    with pytest.raises(SystemExit, match="no validated run of wr"):
+        repro.main(["ship", "--study", "tsp20", "--methods", "wr"])
+
+
+@pytest.mark.parametrize("study", ["tsp50", "cvrp50"])
+def test_size50_studies_train_the_papers_sub_problems_per_sampled_instance(
+    study: str, tmp_path: Path
+) -> None:
+    """1,024 sub-problems per sampled instance (paper D.2.3), the size-20 model, and for CVRP50
+    the standard capacity 40 with validation references by HGS 0.5 s."""
+    args = repro.train_args(study, "gd", 0, None)
+    cfg = compose_train([a for a in args if not a.startswith("hydra.")], tmp_path, tiny=False)
+    t = cfg.training
+    assert t.batches_per_epoch * t.batch_size == 1024 * t.instances_per_epoch
+    assert (cfg.model.dim, cfg.model.layers) == (128, 4)
+    if study == "cvrp50":
+        from hydra.utils import instantiate
+
+        env = instantiate(cfg.problem.env)
+        assert int(env.generate(2).capacity[0]) == 40
+        assert (cfg.problem.reference_time_limit, cfg.sampling.sigma) == (0.5, 3.0)

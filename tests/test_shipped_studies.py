@@ -1,0 +1,43 @@
+"""Checkpoints shipped from the reproduction studies (`scripts/reproduction.py ship`) decode as
+their committed results say: the manifest names the file's epoch, and greedy decoding of the
+first test instances gives the committed per-instance costs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from nco import checkpoint
+from nco.datasets import load_dataset
+from nco.paths import DATA_DIR
+from nco.search import greedy
+
+SHIPPED = sorted(
+    p.parent
+    for p in (DATA_DIR / "checkpoints").glob("*/manifest.json")
+    if "target" in json.loads(p.read_text())  # written by `reproduction.py ship`
+)
+
+
+@pytest.mark.parametrize("folder", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_shipped_checkpoint_reproduces_its_committed_greedy_costs(folder: Path) -> None:
+    torch.set_num_threads(1)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    loaded = checkpoint.load(folder / "best.pt")
+    assert manifest["best_epoch"] == loaded.meta["epoch"]
+    (test_key,) = [k for k in manifest if k.endswith("_test")]
+    results = DATA_DIR / "results" / "checkpoints" / f"{folder.name}_on_{folder.name}_greedy.json"
+    committed = json.loads(results.read_text())
+    assert committed["mean_gap"] == pytest.approx(manifest[test_key]["greedy_gap_pct"], abs=1e-3)
+    head = load_dataset(committed["dataset"]).head(100)
+    instances = type(loaded.env.generate(1))(
+        **{k: torch.as_tensor(v) for k, v in head.arrays.items()}
+    )
+    cost = loaded.env.cost(greedy(loaded.policy, loaded.env, instances).best().objective)
+    np.testing.assert_allclose(cost.numpy(), committed["objectives"][:100], rtol=1e-4)
+    gaps = 100 * (cost.numpy() - head.references) / head.references
+    assert gaps.min() > -0.1  # the references are optimal or HGS: nothing beats them by much
