@@ -178,8 +178,11 @@ def test_gradients_reach_all_parameters() -> None:
     net = tiny_net().train()
     target = env.action_mask(state).float().argmax(1)
     torch.nn.functional.cross_entropy(net(state), target).backward()
-    missing = [n for n, p in net.named_parameters() if p.grad is None or not p.grad.any()]
-    assert missing == ["head.bias"]
+    grads = {n: p.grad for n, p in net.named_parameters()}
+    assert [n for n, g in grads.items() if g is None or not g.any()] in ([], ["head.bias"])
+    # the bias's gradient sums softmax minus one-hot: 0 up to rounding (1e-8 on some CPUs)
+    bias = grads["head.bias"]
+    assert bias is None or bias.abs().max() <= 1e-5 * grads["head.weight"].abs().max()
 
 
 @pytest.mark.parametrize(
