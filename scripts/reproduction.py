@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import matplotlib
 import numpy as np
-import yaml
+from omegaconf import OmegaConf
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -505,7 +505,11 @@ def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: in
     """The shipped checkpoint's manifest: how it was trained (config, command, epochs, wall
     time, hosts, code versions) and its test gaps against Kool et al.'s AM greedy gap."""
     spec, (method, seed) = STUDIES[study], name.rsplit("_s", 1)
-    cfg = yaml.safe_load((RUNS / study / name / ".hydra" / "config.yaml").read_text())
+    saved = OmegaConf.load(RUNS / study / name / ".hydra" / "config.yaml")
+    cfg = {  # resolved section by section: others name Hydra's run-time resolvers
+        k: OmegaConf.to_container(saved[k], resolve=True)
+        for k in ("problem", "model", "training", "trainer", "search")
+    }
     train = cfg["training"]
     args = [
         a.replace(f"{REPO}/", "")
@@ -531,7 +535,7 @@ def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: in
         f"(run {name}: nco-train {' '.join(args)})",
         "run": f"data/reproduction/{study}/{name} (metrics.csv; chunks.jsonl: commit per chunk)",
         "machines": sorted(
-            {f"{c.get('cpu') or 'unknown CPU'}, {c.get('cpus')} cores" for c in run["chunks"]}
+            {f"{c.get('cpu') or 'unrecorded CPU'}, {c.get('cpus')} cores" for c in run["chunks"]}
         ),
         "commits": list(dict.fromkeys(c["commit"] for c in run["chunks"])),
         "epochs_trained": len(run["epochs"]),

@@ -236,10 +236,11 @@ def fake_run(folder: Path, gaps: list[float], commit: str) -> None:
         "model": {"_target_": "models.bq.BQPolicy", "dim": 128},
         "training": {"instances_per_epoch": 128, "batches_per_epoch": 100, "batch_size": 256},
         "trainer": {"gradient_clip_val": 1.0},
-        "search": {"method": "gumbeldore", "update": "none"},
+        "search": {"method": "gumbeldore", "update": "none", "beam_width": "${sampling.k}"},
+        "sampling": {"k": 16},
     }
     config["training"]["lr"] = 5e-4
-    (folder / ".hydra" / "config.yaml").write_text(repro.yaml.safe_dump(config))
+    repro.OmegaConf.save(repro.OmegaConf.create(config), folder / ".hydra" / "config.yaml")
     chunk = {"commit": commit, "epochs": [0, len(gaps)], "cpu": "Test CPU", "cpus": 2}
     (folder / "chunks.jsonl").write_text(repro.json.dumps(chunk) + "\n")
     (folder / "best.pt").write_bytes(folder.name.encode())
@@ -277,6 +278,7 @@ def test_ship_picks_the_best_self_improvement_run_and_writes_its_manifest(
     assert (manifest["best_epoch"], manifest["epochs_trained"]) == (1, 3)
     assert manifest["validation_gap_pct"] == 1.5 and manifest["commits"] == ["bbb"]
     assert manifest["machines"] == ["Test CPU, 2 cores"]
+    assert manifest["search"]["beam_width"] == 16  # interpolations resolved
     assert "search=wor" in manifest["command"] and "seed=0" in manifest["command"]
     assert "hydra." not in manifest["command"] and "without expert data" in manifest["training"]
     test = manifest["kool_tsp20_test"]
