@@ -234,12 +234,16 @@ def fake_run(folder: Path, gaps: list[float], commit: str) -> None:
     config = {
         "problem": {"name": "tsp", "num_nodes": 20, "env": {"_target_": "x"}},
         "model": {"_target_": "models.bq.BQPolicy", "dim": 128},
-        "training": {"instances_per_epoch": 128, "batches_per_epoch": 100, "batch_size": 256},
+        "training": {
+            "instances_per_epoch": 128,
+            "batches_per_epoch": 100,
+            "batch_size": 256,
+            "lr": 5e-4,
+        },
         "trainer": {"gradient_clip_val": 1.0},
         "search": {"method": "gumbeldore", "update": "none", "beam_width": "${sampling.k}"},
         "sampling": {"k": 16},
     }
-    config["training"]["lr"] = 5e-4
     repro.OmegaConf.save(repro.OmegaConf.create(config), folder / ".hydra" / "config.yaml")
     chunk = {"commit": commit, "epochs": [0, len(gaps)], "cpu": "Test CPU", "cpus": 2}
     (folder / "chunks.jsonl").write_text(repro.json.dumps(chunk) + "\n")

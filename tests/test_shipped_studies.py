@@ -13,6 +13,7 @@ import torch
 
 from nco import checkpoint
 from nco.datasets import load_dataset
+from nco.evaluate import to_instances
 from nco.paths import DATA_DIR
 from nco.search import greedy
 
@@ -34,9 +35,7 @@ def test_shipped_checkpoint_reproduces_its_committed_greedy_costs(folder: Path) 
     committed = json.loads(results.read_text())
     assert committed["mean_gap"] == pytest.approx(manifest[test_key]["greedy_gap_pct"], abs=1e-3)
     head = load_dataset(committed["dataset"]).head(100)
-    instances = type(loaded.env.generate(1))(
-        **{k: torch.as_tensor(v) for k, v in head.arrays.items()}
-    )
+    instances = to_instances(loaded.env, head.arrays, head.name)
     cost = loaded.env.cost(greedy(loaded.policy, loaded.env, instances).best().objective)
     np.testing.assert_allclose(cost.numpy(), committed["objectives"][:100], rtol=1e-4)
     gaps = 100 * (cost.numpy() - head.references) / head.references

@@ -16,6 +16,7 @@ import torch
 
 from nco import checkpoint
 from nco.datasets import load_dataset
+from nco.evaluate import to_instances
 from nco.paths import DATA_DIR
 from nco.search import beam_search, greedy
 
@@ -34,9 +35,7 @@ def shipped():
 def gap(loaded, data, n: int, decode) -> float:
     """Mean gap (%) of `decode(policy, env, instances)` on the first `n` test instances."""
     head = data.head(n)
-    instances = type(loaded.env.generate(1))(
-        **{k: torch.as_tensor(v) for k, v in head.arrays.items()}
-    )
+    instances = to_instances(loaded.env, head.arrays, head.name)
     cost = loaded.env.cost(decode(loaded.policy, loaded.env, instances).best().objective)
     refs = head.references
     return float(100 * np.mean((cost.numpy() - refs) / refs))
