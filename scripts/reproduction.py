@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -52,7 +53,7 @@ from typing import NamedTuple
 
 import matplotlib
 import numpy as np
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -77,6 +78,8 @@ SOURCES = {
     "gd": "self-improvement without expert data, SI GD: best of the Gumbeldore samples "
     "(round-wise SBS with the global advantage update)",
 }
+PAPER_SUBPROBLEMS_PER_INSTANCE = 1024  # D.2.3: 1,000 batches of 1,024 per 1,000 sampled instances
+PAPER_SI_LR = 2e-4  # D.2.3: the self-improvement runs' learning rate
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
 
@@ -152,13 +155,17 @@ def epochs_done(folder: Path) -> int:
     return max(epochs) + 1 if epochs else 0
 
 
-def target_epochs(study: str) -> int:
-    """The experiment's `trainer.max_epochs` (the study's full length)."""
+def study_config(study: str) -> DictConfig:
+    """The study's experiment as `nco-train` composes it."""
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
-        cfg = compose("train", overrides=[f"experiment={STUDIES[study].experiment}", "out_dir=x"])
-    return int(cfg.trainer.max_epochs)
+        return compose("train", overrides=[f"experiment={STUDIES[study].experiment}", "out_dir=x"])
+
+
+def target_epochs(study: str) -> int:
+    """The experiment's `trainer.max_epochs` (the study's full length)."""
+    return int(study_config(study).trainer.max_epochs)
 
 
 def git_commit() -> str:
@@ -172,12 +179,12 @@ def git_commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def launch(study: str, method: str, seed: int, upto: int, threads: int) -> subprocess.Popen:
-    """Start one chunk of one run in the background, its output appended to <run>/train.log."""
-    folder = run_dir(study, method, seed)
+def launch(folder: Path, args: list[str], threads: int) -> subprocess.Popen:
+    """Start one chunk of `nco.train` in the background, its output appended to
+    <folder>/train.log."""
     folder.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONWARNINGS": "ignore"}
-    cmd = [sys.executable, "-m", "nco.train", *train_args(study, method, seed, upto)]
+    cmd = [sys.executable, "-m", "nco.train", *args]
     log = open(folder / "train.log", "a")  # noqa: SIM115 (closed when the chunk ends)
     log.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {' '.join(cmd)}\n")
     log.flush()
@@ -199,10 +206,8 @@ def host() -> dict:
     return {"cpu": fields.get("model name", ""), "bf16_units": bf16}
 
 
-def record_chunk(
-    study: str, method: str, seed: int, start: int, end: int, t0: float, commit: str
-) -> None:
-    """Append the chunk's code version (at its launch) and epochs to <run>/chunks.jsonl."""
+def record_chunk(folder: Path, start: int, end: int, t0: float, commit: str) -> None:
+    """Append the chunk's code version (at its launch) and epochs to <folder>/chunks.jsonl."""
     entry = {
         "commit": commit,
         "epochs": [start, end],
@@ -211,7 +216,7 @@ def record_chunk(
         "cpus": os.cpu_count(),
         **host(),
     }
-    with open(run_dir(study, method, seed) / "chunks.jsonl", "a") as f:
+    with open(folder / "chunks.jsonl", "a") as f:
         f.write(json.dumps(entry) + "\n")
 
 
@@ -236,7 +241,7 @@ def cmd_run(args: argparse.Namespace) -> None:
                 if proc.poll() is not None:
                     del active[key]
                     end = epochs_done(run_dir(args.study, *key))
-                    record_chunk(args.study, *key, start, end, t0, commit)
+                    record_chunk(run_dir(args.study, *key), start, end, t0, commit)
                     status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
                     print(f"{key[0]} seed {key[1]}: epochs {start}..{end} ({status})", flush=True)
                     if proc.returncode != 0:
@@ -255,7 +260,8 @@ def cmd_run(args: argparse.Namespace) -> None:
             while waiting and len(active) < args.parallel:
                 done, m, s = waiting.pop(0)
                 upto = min(total, done + args.turn_epochs)
-                proc = launch(args.study, m, s, upto, threads)
+                chunk = train_args(args.study, m, s, upto)
+                proc = launch(run_dir(args.study, m, s), chunk, threads)
                 active[(m, s)] = (proc, done, time.time(), git_commit())
             time.sleep(5)
     finally:
@@ -264,7 +270,104 @@ def cmd_run(args: argparse.Namespace) -> None:
                 os.killpg(proc.pid, signal.SIGKILL)  # resumable: the next run continues
                 proc.wait()
             end = epochs_done(run_dir(args.study, m, s))
-            record_chunk(args.study, m, s, start, end, t0, commit)
+            record_chunk(run_dir(args.study, m, s), start, end, t0, commit)
+
+
+def finetune_dir(study: str) -> Path:
+    """The fixed folder of a study's fine-tune (rerunning continues it)."""
+    return RUNS / study / "finetune"
+
+
+def finetune_args(study: str, setup: dict) -> list[str]:
+    """The `nco.train` overrides of a fine-tune: the study's experiment and the method's
+    trajectory source, from `init.pt`, with the setup's learning rate, Adam steps per epoch,
+    fixed nucleus p_min (sampling with replacement has none), seed and length."""
+    folder = finetune_dir(study)
+    args = [f"experiment={STUDIES[study].experiment}", *METHODS[setup["method"]]]
+    if setup["method"] != "wr":
+        args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
+    return args + [
+        f"init_checkpoint={folder / 'init.pt'}",
+        f"training.lr={setup['lr']}",
+        f"training.batches_per_epoch={setup['batches_per_epoch']}",
+        f"seed={setup['seed']}",
+        f"trainer.max_epochs={setup['epochs']}",
+        f"hydra.run.dir={folder}",
+        "training.progress=false",
+    ]
+
+
+def start_finetune(study: str, init: str | None, setup: dict) -> None:
+    """Check a fine-tune's setup against the one it started with (`finetune.json`), or start
+    one: copy the initial checkpoint to `init.pt` (a shipped file it starts from may be
+    replaced by its result) and record its source, digest and manifest."""
+    folder = finetune_dir(study)
+    record = folder / "finetune.json"
+    if record.is_file():
+        saved = json.loads(record.read_text())
+        differ = [k for k in setup if k != "epochs" and saved["setup"].get(k) != setup[k]]
+        if differ:
+            was = ", ".join(f"--{k.replace('_', '-')} {saved['setup'][k]}" for k in differ)
+            raise SystemExit(
+                f"{record}: this fine-tune started with {was}; rerun with those to continue it, "
+                f"or move {folder} away to start another"
+            )
+        saved["setup"]["epochs"] = setup["epochs"]  # a fine-tune may be extended
+        record.write_text(json.dumps(saved, indent=1) + "\n")
+        return
+    if init is None:
+        raise SystemExit(f"{folder}: no fine-tune yet; name the checkpoint to start from (--init)")
+    source = Path(init).resolve()
+    if not source.is_file():
+        raise SystemExit(f"--init {init}: no such checkpoint file")
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, folder / "init.pt")
+    beside = source.parent / "manifest.json"
+    text = {
+        "study": study,
+        "setup": setup,
+        "init": {
+            "source": str(source.relative_to(REPO)) if source.is_relative_to(REPO) else str(source),
+            "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+            "manifest": json.loads(beside.read_text()) if beside.is_file() else None,
+        },
+        "started": datetime.date.today().isoformat(),
+    }
+    record.write_text(json.dumps(text, indent=1) + "\n")
+
+
+def cmd_finetune(args: argparse.Namespace) -> None:
+    """Fine-tune a checkpoint with self-improvement at the paper's ratio of training to
+    sampling and its learning rate, in `data/reproduction/<study>/finetune` (resumable)."""
+    cfg = study_config(args.study).training
+    setup = {
+        "method": args.method,
+        "lr": args.lr,
+        "batches_per_epoch": args.batches
+        or PAPER_SUBPROBLEMS_PER_INSTANCE * cfg.instances_per_epoch // cfg.batch_size,
+        "p_min": args.p_min,
+        "seed": args.seed,
+        "epochs": args.epochs,
+    }
+    start_finetune(args.study, args.init, setup)
+    folder = finetune_dir(args.study)
+    start = epochs_done(folder)
+    if start >= args.epochs:
+        print(f"{folder}: all {args.epochs} epochs done")
+        return
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    commit, t0 = git_commit(), time.time()
+    proc = launch(folder, finetune_args(args.study, setup), args.threads)
+    try:
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # resumable: the next run continues
+            proc.wait()
+        record_chunk(folder, start, epochs_done(folder), t0, commit)
+    if proc.returncode != 0:
+        raise SystemExit(f"{folder}/train.log: the fine-tune failed (exit {proc.returncode})")
+    print(f"{folder}: epochs {start}..{epochs_done(folder)}")
 
 
 def read_run(folder: Path, last: int = 5) -> dict:
@@ -481,19 +584,28 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             subprocess.run(cmd, cwd=REPO, check=True)
 
 
+def run_method(folder: Path) -> str:
+    """The trajectory source (a METHODS key) of a study run or of the study's fine-tune."""
+    record = folder / "finetune.json"
+    if record.is_file():
+        return json.loads(record.read_text())["setup"]["method"]
+    return folder.name.rsplit("_s", 1)[0]
+
+
 def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, dict]:
-    """The named run, or among the runs of `methods` the one with the lowest best validation
-    gap; with its `read_run` record. SystemExit when there is none."""
+    """The named run (`finetune`: the study's fine-tune), or among the runs of `methods` the
+    one with the lowest best validation gap (all validate on the same instances); with its
+    `read_run` record. SystemExit when there is none."""
     folders = {
         p.name: p
-        for p in sorted((RUNS / study).glob("*_s*"))
+        for p in [*sorted((RUNS / study).glob("*_s*")), finetune_dir(study)]
         if (p / "best.pt").is_file() and (p / "logs").is_dir()
     }
     if run is not None:
         if run not in folders:
             raise SystemExit(f"{RUNS / study / run}: no such run with a best.pt")
         return run, read_run(folders[run])
-    runs = {name: read_run(p) for name, p in folders.items() if name.rsplit("_s", 1)[0] in methods}
+    runs = {name: read_run(p) for name, p in folders.items() if run_method(p) in methods}
     runs = {name: r for name, r in runs.items() if r["best_epoch"] is not None}
     if not runs:
         raise SystemExit(f"{RUNS / study}: no validated run of {', '.join(methods)} yet")
@@ -501,21 +613,70 @@ def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, di
     return name, runs[name]
 
 
+def provenance(study: str, name: str, train: dict, clip: float) -> dict:
+    """How a study run or the study's fine-tune was trained: the training in words, the
+    command that continues it, its folder, and for a fine-tune the checkpoint it started from
+    (its manifest's training, command, epochs and test gaps)."""
+    folder = RUNS / study / name
+    method = run_method(folder)
+    per_epoch = (
+        f"{SOURCES[method]}; per epoch {train['instances_per_epoch']} instances, "
+        f"{train['batches_per_epoch']} Adam steps of {train['batch_size']} sub-problems, "
+        f"lr {train['lr']}, clip {clip}"
+    )
+    record = folder / "finetune.json"
+    if not record.is_file():
+        seed = int(name.rsplit("_s", 1)[1])
+        args = [
+            a.replace(f"{REPO}/", "")
+            for a in train_args(study, method, seed, None)
+            if not a.startswith(("hydra.", "training.progress"))
+        ]
+        return {
+            "training": per_epoch,
+            "command": f"python scripts/reproduction.py run --study {study} --seeds {seed} "
+            f"(run {name}: nco-train {' '.join(args)})",
+            "run": f"data/reproduction/{study}/{name} "
+            "(metrics.csv; chunks.jsonl: commit per chunk)",
+        }
+    tune = json.loads(record.read_text())
+    setup, init = tune["setup"], tune["init"]
+    args = [
+        a.replace(f"{REPO}/", "")
+        for a in finetune_args(study, setup)
+        if not a.startswith(("hydra.", "training.progress"))
+    ]
+    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in setup.items())
+    earlier = init["manifest"] or {}
+    return {
+        "training": f"fine-tune of {init['source']} with {per_epoch}",
+        "command": f"python scripts/reproduction.py finetune --study {study} "
+        f"--init {init['source']} {flags} (nco-train {' '.join(args)})",
+        "run": f"data/reproduction/{study}/finetune (metrics.csv; chunks.jsonl: commit per "
+        "chunk; finetune.json: the setup and the starting checkpoint with its manifest)",
+        "init": {
+            "source": init["source"],
+            "sha256": init["sha256"],
+            **{
+                k: earlier[k]
+                for k in ("training", "command", "epochs_trained", "wall_time_h", "problem")
+                if k in earlier
+            },
+            **{k: v for k, v in earlier.items() if k.startswith("kool_")},
+        },
+    }
+
+
 def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: int | None) -> dict:
     """The shipped checkpoint's manifest: how it was trained (config, command, epochs, wall
     time, hosts, code versions) and its test gaps against Kool et al.'s AM greedy gap."""
-    spec, (method, seed) = STUDIES[study], name.rsplit("_s", 1)
+    spec = STUDIES[study]
     saved = OmegaConf.load(RUNS / study / name / ".hydra" / "config.yaml")
     cfg = {  # resolved section by section: others name Hydra's run-time resolvers
         k: OmegaConf.to_container(saved[k], resolve=True)
         for k in ("problem", "model", "training", "trainer", "search")
     }
-    train = cfg["training"]
-    args = [
-        a.replace(f"{REPO}/", "")
-        for a in train_args(study, method, int(seed), None)
-        if not a.startswith(("hydra.", "training.progress"))
-    ]
+    origin = provenance(study, name, cfg["training"], cfg["trainer"]["gradient_clip_val"])
     greedy = tests["greedy"]["mean_gap"]
     fit = power_law(run, {f"AM {spec.target}%": spec.target})
     size = {k: v for k, v in cfg["problem"].items() if k in ("num_nodes", "num_customers")}
@@ -525,15 +686,8 @@ def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: in
         "problem": {"name": cfg["problem"]["name"], **size},
         "model": {k: v for k, v in cfg["model"].items() if not k.startswith("_")}
         | {"class": cfg["model"]["_target_"]},
-        "training": (
-            f"{SOURCES[method]}; per epoch {train['instances_per_epoch']} instances, "
-            f"{train['batches_per_epoch']} Adam steps of {train['batch_size']} sub-problems, "
-            f"lr {train['lr']}, clip {cfg['trainer']['gradient_clip_val']}"
-        ),
-        "search": cfg["search"] if method != "sl" else None,
-        "command": f"python scripts/reproduction.py run --study {study} --seeds {seed} "
-        f"(run {name}: nco-train {' '.join(args)})",
-        "run": f"data/reproduction/{study}/{name} (metrics.csv; chunks.jsonl: commit per chunk)",
+        "search": cfg["search"] if run_method(RUNS / study / name) != "sl" else None,
+        **origin,
         "machines": sorted(
             {f"{c.get('cpu') or 'unrecorded CPU'}, {c.get('cpus')} cores" for c in run["chunks"]}
         ),
@@ -597,6 +751,20 @@ def main(argv: list[str] | None = None) -> None:
         "--threads", type=int, default=None, help="torch threads per run (default: cores/parallel)"
     )
     run.add_argument("--max-wall", type=float, default=None, help="stop after this many seconds")
+    tune = sub.add_parser(
+        "finetune", help="fine-tune a checkpoint at the paper's training ratio (resumable)"
+    )
+    tune.add_argument("--study", choices=STUDIES, required=True)
+    tune.add_argument("--init", default=None, help="checkpoint to start from (first run only)")
+    tune.add_argument("--method", choices=["wr", "wor", "gd"], default="gd")
+    tune.add_argument("--lr", type=float, default=PAPER_SI_LR)
+    tune.add_argument(
+        "--batches", type=int, default=None, help="Adam steps per epoch (default: paper ratio)"
+    )
+    tune.add_argument("--p-min", type=float, default=0.95, help="nucleus (not for wr)")
+    tune.add_argument("--seed", type=int, default=7)
+    tune.add_argument("--epochs", type=int, default=60)
+    tune.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     report = sub.add_parser("report", help="results JSON and learning-curve PNG")
     report.add_argument("--study", choices=STUDIES, required=True)
     evaluate = sub.add_parser("evaluate", help="test-set gaps of every run's best.pt")
@@ -605,13 +773,21 @@ def main(argv: list[str] | None = None) -> None:
     evaluate.add_argument("--seeds", nargs="+", type=int, default=None, help="(default: all)")
     ship = sub.add_parser("ship", help="ship a run's best.pt with test gaps and manifest")
     ship.add_argument("--study", choices=STUDIES, required=True)
-    ship.add_argument("--run", default=None, help="e.g. gd_s0 (default: best validation gap)")
+    ship.add_argument(
+        "--run", default=None, help="e.g. gd_s0, or finetune (default: best validation gap)"
+    )
     ship.add_argument(
         "--methods", nargs="+", choices=METHODS, default=["wr", "wor", "gd"], help="to choose from"
     )
     ship.add_argument("--limit", type=int, default=None, help="first LIMIT test instances")
     args = parser.parse_args(argv)
-    commands = {"run": cmd_run, "report": cmd_report, "evaluate": cmd_evaluate, "ship": cmd_ship}
+    commands = {
+        "run": cmd_run,
+        "finetune": cmd_finetune,
+        "report": cmd_report,
+        "evaluate": cmd_evaluate,
+        "ship": cmd_ship,
+    }
     commands[args.command](args)
 
 

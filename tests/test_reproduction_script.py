@@ -40,7 +40,7 @@ def test_every_method_composes_to_its_trajectory_source(method: str, tmp_path: P
 
 
 def write_metrics(path: Path, rows: list[dict]) -> None:
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     keys = sorted({k for r in rows for k in r})
     with open(path, "w", newline="") as f:
         out = csv.DictWriter(f, fieldnames=keys)
@@ -215,7 +215,7 @@ def test_chunk_record_names_the_code_version_and_the_host(monkeypatch, tmp_path:
 
     monkeypatch.setattr(repro, "RUNS", tmp_path)
     (tmp_path / "tsp20" / "gd_s0").mkdir(parents=True)
-    repro.record_chunk("tsp20", "gd", 0, 5, 10, time.time() - 3, "abc+dirty")
+    repro.record_chunk(tmp_path / "tsp20" / "gd_s0", 5, 10, time.time() - 3, "abc+dirty")
     (entry,) = [json.loads(line) for line in open(tmp_path / "tsp20" / "gd_s0" / "chunks.jsonl")]
     assert entry["commit"] == "abc+dirty" and entry["epochs"] == [5, 10]
     assert entry["wall_s"] >= 3 and isinstance(entry["bf16_units"], bool)
@@ -314,3 +314,134 @@ def test_size50_studies_train_the_papers_sub_problems_per_sampled_instance(
         env = instantiate(cfg.problem.env)
         assert int(env.generate(2).capacity[0]) == 40
         assert (cfg.problem.reference_time_limit, cfg.sampling.sigma) == (0.5, 3.0)
+
+
+@pytest.mark.parametrize(("study", "method"), [("tsp50", "gd"), ("cvrp20", "wor"), ("tsp20", "wr")])
+def test_finetune_composes_to_the_papers_self_improvement_setting(
+    study: str, method: str, tmp_path: Path
+) -> None:
+    """A fine-tune keeps the study's model and sampling and takes the paper's SI learning rate
+    (2e-4), 1,024 sub-problems per sampled instance and a fixed nucleus, from its init.pt."""
+    batches = {"tsp50": 256, "cvrp20": 512, "tsp20": 512}[study]
+    setup = {"method": method, "lr": repro.PAPER_SI_LR, "batches_per_epoch": batches}
+    setup |= {"p_min": 0.95, "seed": 7, "epochs": 30}
+    args = repro.finetune_args(study, setup)
+    assert f"init_checkpoint={repro.finetune_dir(study) / 'init.pt'}" in args
+    overrides = [a for a in args if not a.startswith(("hydra.", "init_checkpoint="))]
+    cfg = compose_train(overrides, tmp_path, tiny=False)
+    t = cfg.training
+    assert t.batches_per_epoch * t.batch_size == 1024 * t.instances_per_epoch
+    assert (t.lr, cfg.seed, cfg.trainer.max_epochs, t.p_min_schedule) == (2e-4, 7, 30, None)
+    assert (cfg.model.dim, cfg.model.layers) == (128, 4)
+    expected = {"gd": ("gumbeldore", "global"), "wor": ("gumbeldore", "none"), "wr": ("sample",)}
+    assert (cfg.search.method, cfg.search.get("update"))[: len(expected[method])] == expected[
+        method
+    ]
+    if method != "wr":
+        assert cfg.search.p_min == 0.95
+
+
+class FakeTrain:
+    """A finished `nco.train` chunk that validated the fine-tune's epochs with given gaps."""
+
+    def __init__(self, folder: Path, gaps: list[float]) -> None:
+        rows = [{"epoch": e, "val/objective": -4, "val/gap": g} for e, g in enumerate(gaps)]
+        write_metrics(folder / "logs" / "metrics.csv", rows)
+        (folder / "best.pt").write_bytes(b"tuned")
+        (folder / ".hydra").mkdir(exist_ok=True)
+        self.pid, self.returncode = 0, 0
+
+    def wait(self) -> int:
+        return 0
+
+    def poll(self) -> int:
+        return 0
+
+
+def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_with_like(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The first run copies --init to init.pt and records its digest and manifest; a rerun
+    continues without --init; a rerun with another setting is refused with the file named."""
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    init = tmp_path / "shipped" / "best.pt"
+    init.parent.mkdir()
+    init.write_bytes(b"weights")
+    (init.parent / "manifest.json").write_text('{"epochs_trained": 62, "training": "SI WR"}')
+    launched = []
+
+    def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
+        launched.append(args)
+        return FakeTrain(folder, [3.0, 2.0, 2.5])
+
+    monkeypatch.setattr(repro, "launch", launch)
+    monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    with pytest.raises(SystemExit, match="--init"):
+        repro.main(["finetune", "--study", "cvrp20"])
+    with pytest.raises(SystemExit, match="no such checkpoint"):
+        repro.main(["finetune", "--study", "cvrp20", "--init", str(tmp_path / "nope.pt")])
+    repro.main(["finetune", "--study", "cvrp20", "--init", str(init), "--epochs", "3"])
+    folder = tmp_path / "runs" / "cvrp20" / "finetune"
+    assert (folder / "init.pt").read_bytes() == b"weights"
+    record = repro.json.loads((folder / "finetune.json").read_text())
+    assert record["init"]["manifest"]["epochs_trained"] == 62
+    assert record["init"]["sha256"] == repro.hashlib.sha256(b"weights").hexdigest()
+    assert record["setup"] == {
+        "method": "gd",
+        "lr": 2e-4,
+        "batches_per_epoch": 512,
+        "p_min": 0.95,
+        "seed": 7,
+        "epochs": 3,
+    }
+    chunk = repro.json.loads((folder / "chunks.jsonl").read_text())
+    assert chunk["epochs"] == [0, 3] and chunk["commit"] == "abc"
+    init.write_bytes(b"replaced by the shipped fine-tune")
+    repro.main(["finetune", "--study", "cvrp20", "--epochs", "3"])  # done: nothing launched
+    assert len(launched) == 1
+    repro.main(["finetune", "--study", "cvrp20", "--epochs", "5"])  # extended
+    assert len(launched) == 2 and "trainer.max_epochs=5" in launched[-1]
+    assert (folder / "init.pt").read_bytes() == b"weights"
+    with pytest.raises(SystemExit, match=r"finetune\.json: this fine-tune started with --lr"):
+        repro.main(["finetune", "--study", "cvrp20", "--lr", "1e-4"])
+
+
+def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, monkeypatch) -> None:
+    """`ship --run finetune` ships the fine-tune's best.pt; its manifest gives the command
+    that continues the fine-tune and the starting checkpoint's own manifest facts."""
+    runs = tmp_path / "runs" / "tsp50"
+    fake_run(runs / "finetune", [3.0, 1.5, 1.6], "ddd")
+    setup = {"method": "gd", "lr": 2e-4, "batches_per_epoch": 256, "p_min": 0.95}
+    record = {
+        "study": "tsp50",
+        "setup": setup | {"seed": 7, "epochs": 3},
+        "init": {
+            "source": "data/checkpoints/tsp20/best.pt",
+            "sha256": "f00",
+            "manifest": {"epochs_trained": 78, "kool_tsp20_test": {"greedy_gap_pct": 1.65}},
+        },
+    }
+    (runs / "finetune" / "finetune.json").write_text(repro.json.dumps(record))
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(repro, "SHIPPED", tmp_path / "shipped")
+    monkeypatch.setattr(repro, "SHIPPED_RESULTS", tmp_path / "results")
+
+    def decode(cmd: list[str], **kw) -> None:
+        out = Path(next(a for a in cmd if a.startswith("out="))[4:])
+        gap = 0.3 if "search.beam_width=16" in cmd else 1.7
+        info = {"reference_source": "exact"}
+        out.write_text(repro.json.dumps({"mean_gap": gap, "num_instances": 10000, "info": info}))
+
+    monkeypatch.setattr(repro.subprocess, "run", decode)
+    repro.main(["ship", "--study", "tsp50", "--run", "finetune"])
+    shipped = tmp_path / "shipped" / "tsp50"
+    assert (shipped / "best.pt").read_bytes() == b"finetune"
+    manifest = repro.json.loads((shipped / "manifest.json").read_text())
+    assert manifest["command"].startswith(
+        "python scripts/reproduction.py finetune --study tsp50 --init data/checkpoints/tsp20"
+    )
+    assert "--lr 0.0002" in manifest["command"] and "search=gumbeldore" in manifest["command"]
+    assert manifest["training"].startswith("fine-tune of data/checkpoints/tsp20/best.pt with")
+    assert manifest["init"]["epochs_trained"] == 78
+    assert manifest["init"]["kool_tsp20_test"]["greedy_gap_pct"] == 1.65
+    assert manifest["target"]["reached"] is True and manifest["best_epoch"] == 1
