@@ -19,12 +19,22 @@ Methods (everything else equal: model, optimizer steps per epoch, batch size, le
   wor  round-wise sampling without replacement (Gumbeldore with update none);
   gd   Gumbeldore (global update, the experiment's sigma and p_min schedule).
 
+`finetune` continues a checkpoint (a study run's or a shipped one) with self-improvement at
+the paper's ratio of training to sampling (1,024 sub-problems per sampled instance) and its SI
+learning rate 2e-4, in `data/reproduction/<study>/finetune`, resumable like a run; `init.pt`
+and `finetune.json` keep what it started from. The size-20 runs' best-of-64 targets were
+about as good as the references while their greedy policy lagged, so more imitation per
+sampled instance is where the quality is (docs/reproduction.md). `report` draws it after the
+study run it started from.
+
+    python scripts/reproduction.py finetune --study cvrp20 --init data/checkpoints/cvrp20/best.pt
+
 `ship` copies one run's `best.pt` (by default the self-improvement run with the best
-validation gap: shipped policies are trained without expert data) to
-`data/checkpoints/<study>/`, decodes it greedily and by beam search 16 on the whole test set
-(`data/results/checkpoints/<study>_on_<study>_{greedy,beam16}.json`) and writes its
-`manifest.json`: the command, epochs, wall time, hosts and code versions, the test gaps and how
-far they are from Kool et al.'s Attention Model.
+validation gap: shipped policies are trained without expert data; `--run finetune` the
+fine-tune's) to `data/checkpoints/<study>/`, decodes it greedily and by beam search 16 on
+the whole test set (`data/results/checkpoints/<study>_on_<study>_{greedy,beam16}.json`) and
+writes its `manifest.json`: the command, epochs, wall time, hosts and code versions, the test
+gaps and how far they are from Kool et al.'s Attention Model.
 
 `report` writes `data/results/reproduction/<study>.json` (per run: validation gap per epoch,
 wall time per epoch, best gap and its epoch; the test-set gaps `evaluate` wrote, each marked
@@ -497,22 +507,45 @@ def power_law(run: dict, targets: dict[str, float], first: int = 10) -> dict | N
     return {"from_epoch": first, "slope": float(slope), "epochs_to": reach}
 
 
+def read_finetune(study: str, runs: dict[str, dict]) -> dict | None:
+    """The study's fine-tune (`read_run` record, method, and where it starts on the study's
+    axes: after the best epoch of the study run it started from, else at 0), or None."""
+    folder = finetune_dir(study)
+    if not (folder / "logs").is_dir() or not (folder / "finetune.json").is_file():
+        return None
+    init = json.loads((folder / "finetune.json").read_text())["init"]
+    origin = Path((init["manifest"] or {}).get("run", "").split(" ")[0]).name
+    start = {"from": init["source"], "epoch": 0, "hours": 0.0}
+    if origin in runs and runs[origin]["best_epoch"] is not None:
+        run = runs[origin]
+        i = run["epochs"].index(run["best_epoch"])
+        start |= {"from": f"{origin} epoch {run['best_epoch']}", "epoch": run["best_epoch"] + 1}
+        start["hours"] = run["hours"][i]
+    return {**read_run(folder), "method": run_method(folder), "start": start}
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     """Results JSON, the two-panel learning-curve PNG and the test-set table of a study."""
     folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
-    if not folders:
-        raise SystemExit(f"{RUNS / args.study}: no runs yet")
     runs = {p.name: read_run(p) for p in folders}
+    tune = read_finetune(args.study, runs)
+    if not runs and tune is None:
+        raise SystemExit(f"{RUNS / args.study}: no runs yet")
     spec = STUDIES[args.study]
     targets = {"1%": 1.0, f"AM {spec.target}%": spec.target}
-    for r in runs.values():
+    for r in [*runs.values(), *([tune] if tune else [])]:
         r["power_law"] = power_law(r, targets)
     tests = read_tests(args.study, runs)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.study}.json"
-    study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests}
+    study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests, "finetune": tune}
     out.write_text(json.dumps(study, indent=1))
     fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    if tune is not None:  # drawn from where it started when that is a run of this study
+        e0, h0 = tune["start"]["epoch"], tune["start"]["hours"]
+        style = dict(color="tab:purple", lw=1.4, label=f"fine-tune ({tune['method'].upper()})")
+        by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], **style)
+        by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], **style)
     for name, r in runs.items():
         method, seed = name.rsplit("_s", 1)
         style = dict(
@@ -547,6 +580,12 @@ def cmd_report(args: argparse.Namespace) -> None:
         print(
             f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
             f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){trend}{targets}"
+        )
+    if tune is not None:
+        print(
+            f"{'finetune':10s} epochs {len(tune['epochs']):4d}  best val gap "
+            f"{tune['best_val_gap']:.3f} % (epoch {tune['best_epoch']}, "
+            f"{tune['hours'][-1]:.2f} h; from {tune['start']['from']})"
         )
     if tests:
         print("\n".join(arm_table(tests)))

@@ -445,3 +445,35 @@ def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, mo
     assert manifest["init"]["epochs_trained"] == 78
     assert manifest["init"]["kool_tsp20_test"]["greedy_gap_pct"] == 1.65
     assert manifest["target"]["reached"] is True and manifest["best_epoch"] == 1
+
+
+def test_report_draws_a_finetune_from_the_study_run_it_started_from(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A fine-tune of a study run continues that run's curve after its best epoch; a study with
+    only a fine-tune (its start from elsewhere) is reported from epoch 0."""
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(repro, "RESULTS", tmp_path / "results")
+    runs = tmp_path / "runs" / "cvrp20"
+    fake_run(runs / "wr_s0", [20.0, 12.0, 13.0], "aaa")
+    fake_run(runs / "finetune", [11.0, 9.0], "bbb")
+    init = {"source": "data/checkpoints/cvrp20/best.pt", "sha256": "0"}
+    init["manifest"] = {"run": "data/reproduction/cvrp20/wr_s0 (metrics.csv)"}
+    record = {"setup": {"method": "gd"}, "init": init}
+    (runs / "finetune" / "finetune.json").write_text(repro.json.dumps(record))
+    repro.main(["report", "--study", "cvrp20"])
+    tune = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["finetune"]
+    assert tune["start"] == {"from": "wr_s0 epoch 1", "epoch": 2, "hours": 0.0}
+    assert (tune["method"], tune["best_epoch"], tune["best_val_gap"]) == ("gd", 1, 9.0)
+    assert (
+        "finetune"
+        not in repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["runs"]
+    )
+    other = tmp_path / "runs" / "tsp50" / "finetune"
+    fake_run(other, [5.0, 4.0], "ccc")
+    init["manifest"] = None
+    (other / "finetune.json").write_text(repro.json.dumps(record))
+    repro.main(["report", "--study", "tsp50"])
+    tune = repro.json.loads((tmp_path / "results" / "tsp50.json").read_text())["finetune"]
+    assert tune["start"]["epoch"] == 0 and tune["start"]["from"].endswith("best.pt")
+    assert (tmp_path / "results" / "tsp50.png").is_file()
