@@ -31,7 +31,7 @@ from nco import checkpoint
 from nco.datasets import Dataset, load_datasets
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
-from nco.paths import CONFIG_DIR
+from nco.paths import CONFIG_DIR, DATA_DIR
 from nco.problem import Problem
 from nco.progress import progress_bar
 from nco.registry import get_problem, problem_of_env
@@ -42,10 +42,28 @@ PRECISIONS = ("fp32", "bf16")
 KNN_OFF = ("none", "off", "false", "0")
 
 
+SHIPPED_PREFIX = "shipped:"
+
+
+def shipped_checkpoints() -> list[str]:
+    """Names of the checkpoints shipped with nco (`data/checkpoints/<name>/best.pt`)."""
+    folder = DATA_DIR / "checkpoints"
+    return sorted(p.parent.name for p in folder.glob("*/best.pt")) if folder.is_dir() else []
+
+
 def check_checkpoint(path: str | None, command: str) -> Path:
-    """The checkpoint path as a Path; ValueError when it is not given or not a file."""
+    """The checkpoint path as a Path (`shipped:<name>` names one shipped with nco, wherever it
+    is installed); ValueError when it is not given or not a file."""
     if not path:
         raise ValueError(f"{command}: checkpoint= is required (a file written by nco-train).")
+    if str(path).startswith(SHIPPED_PREFIX):
+        name = str(path)[len(SHIPPED_PREFIX) :]
+        if name not in shipped_checkpoints():
+            names = ", ".join(SHIPPED_PREFIX + n for n in shipped_checkpoints())
+            raise ValueError(
+                f"{command}: checkpoint={path} is not shipped; expected one of {names}."
+            )
+        return DATA_DIR / "checkpoints" / name / "best.pt"
     file = Path(str(path))
     if not file.is_file():
         raise ValueError(f"{command}: checkpoint file {file} not found.")

@@ -52,8 +52,8 @@ def test_nco_eval_and_nco_solve(tmp_path: Path, tsp_file: Path) -> None:
                f"out={out}", "progress=false", cwd=tmp_path)  # fmt: skip
     assert "Average" in proc.stdout
     assert len(json.loads(out.read_text())["objectives"]) == 3
-    sol = tmp_path / "s.json"
-    run("nco-solve", f"instance={tsp_file}", f"checkpoint={CHECKPOINT}", f"out={sol}",
+    sol = tmp_path / "s.json"  # the same checkpoint by its shipped name
+    run("nco-solve", f"instance={tsp_file}", "checkpoint=shipped:tsp20_quick", f"out={sol}",
         "plot=false", cwd=tmp_path)  # fmt: skip
     assert sorted(json.loads(sol.read_text())["tour"]) == list(range(10))
 

@@ -131,6 +131,19 @@ def test_missing_checkpoint_is_reported(files) -> None:
         evaluate.run(cfg)
 
 
+def test_shipped_checkpoints_are_named_and_unknown_names_listed() -> None:
+    """`shipped:<name>` is data/checkpoints/<name>/best.pt wherever nco is installed; an
+    unknown name raises ValueError listing the shipped ones."""
+    names = evaluate.shipped_checkpoints()
+    assert {"tsp20", "cvrp20", "tsp20_quick"} <= set(names)
+    path = evaluate.check_checkpoint("shipped:tsp20", "nco-eval")
+    assert path == evaluate.DATA_DIR / "checkpoints" / "tsp20" / "best.pt" and path.is_file()
+    with pytest.raises(ValueError, match=r"shipped:tsp21 is not shipped; expected one of .*"):
+        evaluate.check_checkpoint("shipped:tsp21", "nco-solve")
+    with pytest.raises(ValueError, match="shipped:cvrp20, shipped:cvrp20_quick"):
+        evaluate.check_checkpoint("shipped:", "nco-eval")
+
+
 def test_problem_mismatch_is_reported(files) -> None:
     """A TSP checkpoint on a JSSP dataset raises ValueError naming both problems."""
     path = files["root"] / "jssp.npz"
