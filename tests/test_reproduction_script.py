@@ -320,10 +320,10 @@ def test_size50_studies_train_the_papers_sub_problems_per_sampled_instance(
 def test_finetune_composes_to_the_papers_self_improvement_setting(
     study: str, method: str, tmp_path: Path
 ) -> None:
-    """A fine-tune keeps the study's model and sampling and takes the paper's SI learning rate
-    (2e-4), 1,024 sub-problems per sampled instance and a fixed nucleus, from its init.pt."""
+    """A fine-tune keeps the study's model and sampling and takes 1,024 sub-problems per sampled
+    instance (the paper's ratio), the given learning rate and a fixed nucleus, from init.pt."""
     batches = {"tsp50": 256, "cvrp20": 512, "tsp20": 512}[study]
-    setup = {"method": method, "lr": repro.PAPER_SI_LR, "batches_per_epoch": batches}
+    setup = {"method": method, "lr": 1e-4, "batches_per_epoch": batches}
     setup |= {"p_min": 0.95, "seed": 7, "epochs": 30}
     args = repro.finetune_args(study, setup)
     assert f"init_checkpoint={repro.finetune_dir(study) / 'init.pt'}" in args
@@ -331,7 +331,7 @@ def test_finetune_composes_to_the_papers_self_improvement_setting(
     cfg = compose_train(overrides, tmp_path, tiny=False)
     t = cfg.training
     assert t.batches_per_epoch * t.batch_size == 1024 * t.instances_per_epoch
-    assert (t.lr, cfg.seed, cfg.trainer.max_epochs, t.p_min_schedule) == (2e-4, 7, 30, None)
+    assert (t.lr, cfg.seed, cfg.trainer.max_epochs, t.p_min_schedule) == (1e-4, 7, 30, None)
     assert (cfg.model.dim, cfg.model.layers) == (128, 4)
     expected = {"gd": ("gumbeldore", "global"), "wor": ("gumbeldore", "none"), "wr": ("sample",)}
     assert (cfg.search.method, cfg.search.get("update"))[: len(expected[method])] == expected[
@@ -388,7 +388,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert record["init"]["sha256"] == repro.hashlib.sha256(b"weights").hexdigest()
     assert record["setup"] == {
         "method": "gd",
-        "lr": 2e-4,
+        "lr": 1e-4,
         "batches_per_epoch": 512,
         "p_min": 0.95,
         "seed": 7,
@@ -403,7 +403,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert len(launched) == 2 and "trainer.max_epochs=5" in launched[-1]
     assert (folder / "init.pt").read_bytes() == b"weights"
     with pytest.raises(SystemExit, match=r"finetune\.json: this fine-tune started with --lr"):
-        repro.main(["finetune", "--study", "cvrp20", "--lr", "1e-4"])
+        repro.main(["finetune", "--study", "cvrp20", "--lr", "2e-4"])
 
 
 def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, monkeypatch) -> None:
