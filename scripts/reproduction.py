@@ -93,6 +93,7 @@ PAPER_SUBPROBLEMS_PER_INSTANCE = 1024  # D.2.3: 1,000 batches of 1,024 per 1,000
 # and at 2e-4 the TSP50 fine-tune from the TSP20 checkpoint got worse (greedy validation 4.9 ->
 # 5.3-6.0 % over 6 epochs, docs/reproduction.md): 1e-4, the square-root scaling to batch 256
 FINETUNE_LR = 1e-4
+FLAGS = {"batches_per_epoch": "batches"}  # finetune.json setup keys named otherwise on the CLI
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
 
@@ -320,7 +321,9 @@ def start_finetune(study: str, init: str | None, setup: dict) -> None:
         saved = json.loads(record.read_text())
         differ = [k for k in setup if k != "epochs" and saved["setup"].get(k) != setup[k]]
         if differ:
-            was = ", ".join(f"--{k.replace('_', '-')} {saved['setup'][k]}" for k in differ)
+            was = ", ".join(
+                f"--{FLAGS.get(k, k).replace('_', '-')} {saved['setup'][k]}" for k in differ
+            )
             raise SystemExit(
                 f"{record}: this fine-tune started with {was}; rerun with those to continue it, "
                 f"or move {folder} away to start another"
@@ -688,7 +691,7 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
         for a in finetune_args(study, setup)
         if not a.startswith(("hydra.", "training.progress"))
     ]
-    flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in setup.items())
+    flags = " ".join(f"--{FLAGS.get(k, k).replace('_', '-')} {v}" for k, v in setup.items())
     earlier = init["manifest"] or {}
     return {
         "training": f"fine-tune of {init['source']} with {per_epoch}",

@@ -440,7 +440,8 @@ def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, mo
     assert manifest["command"].startswith(
         "python scripts/reproduction.py finetune --study tsp50 --init data/checkpoints/tsp20"
     )
-    assert "--lr 0.0002" in manifest["command"] and "search=gumbeldore" in manifest["command"]
+    assert "--lr 0.0002 --batches 256 --p-min 0.95" in manifest["command"]
+    assert "search=gumbeldore" in manifest["command"]
     assert manifest["training"].startswith("fine-tune of data/checkpoints/tsp20/best.pt with")
     assert manifest["init"]["epochs_trained"] == 78
     assert manifest["init"]["kool_tsp20_test"]["greedy_gap_pct"] == 1.65
