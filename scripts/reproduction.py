@@ -354,7 +354,7 @@ def start_finetune(study: str, init: str | None, setup: dict) -> None:
 
 def cmd_finetune(args: argparse.Namespace) -> None:
     """Fine-tune a checkpoint with self-improvement at the paper's ratio of training to
-    sampling and its learning rate, in `data/reproduction/<study>/finetune` (resumable)."""
+    sampling, in `data/reproduction/<study>/finetune` (resumable)."""
     cfg = study_config(args.study).training
     setup = {
         "method": args.method,
@@ -520,7 +520,8 @@ def read_finetune(study: str, runs: dict[str, dict]) -> dict | None:
     if not (folder / "logs").is_dir() or not (folder / "finetune.json").is_file():
         return None
     init = json.loads((folder / "finetune.json").read_text())["init"]
-    origin = Path((init["manifest"] or {}).get("run", "").split(" ")[0]).name
+    path = Path((init["manifest"] or {}).get("run", "").split(" ")[0])
+    origin = path.name if path.parent == Path("data/reproduction") / study else None
     start = {"from": init["source"], "epoch": 0, "hours": 0.0}
     if origin in runs and runs[origin]["best_epoch"] is not None:
         run = runs[origin]
