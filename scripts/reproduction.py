@@ -659,6 +659,14 @@ def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, di
     return name, runs[name]
 
 
+def shown_args(args: list[str]) -> list[str]:
+    """`nco.train` overrides as a manifest shows them: repository-relative paths, without the
+    run folder and progress settings the driver adds."""
+    return [
+        a.replace(f"{REPO}/", "") for a in args if not a.startswith(("hydra.", "training.progress"))
+    ]
+
+
 def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     """How a study run or the study's fine-tune was trained: the training in words, the
     command that continues it, its folder, and for a fine-tune the checkpoint it started from
@@ -673,11 +681,7 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     record = folder / "finetune.json"
     if not record.is_file():
         seed = int(name.rsplit("_s", 1)[1])
-        args = [
-            a.replace(f"{REPO}/", "")
-            for a in train_args(study, method, seed, None)
-            if not a.startswith(("hydra.", "training.progress"))
-        ]
+        args = shown_args(train_args(study, method, seed, None))
         return {
             "training": per_epoch,
             "command": f"python scripts/reproduction.py run --study {study} --seeds {seed} "
@@ -687,11 +691,7 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
         }
     tune = json.loads(record.read_text())
     setup, init = tune["setup"], tune["init"]
-    args = [
-        a.replace(f"{REPO}/", "")
-        for a in finetune_args(study, setup)
-        if not a.startswith(("hydra.", "training.progress"))
-    ]
+    args = shown_args(finetune_args(study, setup))
     flags = " ".join(f"--{FLAGS.get(k, k).replace('_', '-')} {v}" for k, v in setup.items())
     earlier = init["manifest"] or {}
     return {
