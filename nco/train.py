@@ -120,7 +120,11 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
     )
     stop = tcfg.get("stop_objective")
     module = SelfImprovementModule(
-        policy, env, lr=float(tcfg.lr), stop_objective=None if stop is None else float(stop)
+        policy,
+        env,
+        lr=float(tcfg.lr),
+        stop_objective=None if stop is None else float(stop),
+        lr_decay=float(tcfg.get("lr_decay", 1.0)),
     )
     meta = {
         "mode": cfg.mode,

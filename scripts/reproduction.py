@@ -25,7 +25,9 @@ learning rate scaled to these 4x smaller batches (1e-4), in
 `data/reproduction/<study>/finetune`, resumable like a run; `init.pt` and `finetune.json` keep
 what it started from. The size-20 runs' best-of-64 targets were about as good as the
 references while their greedy policy lagged, so more imitation per sampled instance is where
-the quality is (docs/reproduction.md). `report` draws it after the study run it started from.
+the quality is (docs/reproduction.md). `--name finetune-<suffix>` starts a further one, e.g. a
+stage from the first's best with a lower, decaying learning rate (`--lr-decay`, per epoch);
+`report` draws each after the run or fine-tune it started from.
 
     python scripts/reproduction.py finetune --study tsp50 --init data/checkpoints/tsp20/best.pt
 
@@ -53,6 +55,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -94,6 +97,7 @@ PAPER_SUBPROBLEMS_PER_INSTANCE = 1024  # D.2.3: 1,000 batches of 1,024 per 1,000
 # 5.3-6.0 % over 6 epochs, docs/reproduction.md): 1e-4, the square-root scaling to batch 256
 FINETUNE_LR = 1e-4
 FLAGS = {"batches_per_epoch": "batches"}  # finetune.json setup keys named otherwise on the CLI
+FINETUNE = "finetune"  # the default fine-tune folder; others are finetune-<suffix>
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
 
@@ -287,19 +291,30 @@ def cmd_run(args: argparse.Namespace) -> None:
             record_chunk(run_dir(args.study, m, s), start, end, t0, commit)
 
 
-def finetune_dir(study: str) -> Path:
-    """The fixed folder of a study's fine-tune (rerunning continues it)."""
-    return RUNS / study / "finetune"
+def finetune_dir(study: str, name: str = FINETUNE) -> Path:
+    """The fixed folder of one of a study's fine-tunes (rerunning continues it): `finetune`,
+    or `finetune-<suffix>` for a further one (e.g. a lower-lr stage from the first's best)."""
+    if not re.fullmatch(r"finetune(-[a-z0-9.]+)?", name):
+        raise SystemExit(f"--name {name}: expected finetune or finetune-<suffix> (a-z, 0-9, .)")
+    return RUNS / study / name
 
 
-def finetune_args(study: str, setup: dict) -> list[str]:
+def finetune_folders(study: str) -> list[Path]:
+    """The study's fine-tune folders (those with a finetune.json), by name."""
+    return sorted(p.parent for p in (RUNS / study).glob("finetune*/finetune.json"))
+
+
+def finetune_args(study: str, setup: dict, name: str = FINETUNE) -> list[str]:
     """The `nco.train` overrides of a fine-tune: the study's experiment and the method's
-    trajectory source, from `init.pt`, with the setup's learning rate, Adam steps per epoch,
-    fixed nucleus p_min (sampling with replacement has none), seed and length."""
-    folder = finetune_dir(study)
+    trajectory source, from `init.pt`, with the setup's learning rate (and its per-epoch decay
+    when set), Adam steps per epoch, fixed nucleus p_min (sampling with replacement has none),
+    seed and length."""
+    folder = finetune_dir(study, name)
     args = [f"experiment={STUDIES[study].experiment}", *METHODS[setup["method"]]]
     if setup["method"] != "wr":
         args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
+    if "lr_decay" in setup:
+        args.append(f"training.lr_decay={setup['lr_decay']}")
     return args + [
         f"init_checkpoint={folder / 'init.pt'}",
         f"training.lr={setup['lr']}",
@@ -311,18 +326,25 @@ def finetune_args(study: str, setup: dict) -> list[str]:
     ]
 
 
-def start_finetune(study: str, init: str | None, setup: dict) -> None:
+def flag(key: str) -> str:
+    """The CLI flag of a finetune.json setup key."""
+    return "--" + FLAGS.get(key, key).replace("_", "-")
+
+
+def start_finetune(study: str, name: str, init: str | None, setup: dict) -> None:
     """Check a fine-tune's setup against the one it started with (`finetune.json`), or start
     one: copy the initial checkpoint to `init.pt` (a shipped file it starts from may be
     replaced by its result) and record its source, digest and manifest."""
-    folder = finetune_dir(study)
+    folder = finetune_dir(study, name)
     record = folder / "finetune.json"
     if record.is_file():
         saved = json.loads(record.read_text())
-        differ = [k for k in setup if k != "epochs" and saved["setup"].get(k) != setup[k]]
+        keys = dict.fromkeys([*saved["setup"], *setup])
+        differ = [k for k in keys if k != "epochs" and saved["setup"].get(k) != setup.get(k)]
         if differ:
             was = ", ".join(
-                f"--{FLAGS.get(k, k).replace('_', '-')} {saved['setup'][k]}" for k in differ
+                f"{flag(k)} {saved['setup'][k]}" if k in saved["setup"] else f"no {flag(k)}"
+                for k in differ
             )
             raise SystemExit(
                 f"{record}: this fine-tune started with {was}; rerun with those to continue it, "
@@ -365,15 +387,17 @@ def cmd_finetune(args: argparse.Namespace) -> None:
         "seed": args.seed,
         "epochs": args.epochs,
     }
-    start_finetune(args.study, args.init, setup)
-    folder = finetune_dir(args.study)
+    if args.lr_decay != 1:  # recorded only when set, as fine-tunes before the option were
+        setup["lr_decay"] = args.lr_decay
+    start_finetune(args.study, args.name, args.init, setup)
+    folder = finetune_dir(args.study, args.name)
     start = epochs_done(folder)
     if start >= args.epochs:
         print(f"{folder}: all {args.epochs} epochs done")
         return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     commit, t0 = git_commit(), time.time()
-    proc = launch(folder, finetune_args(args.study, setup), args.threads)
+    proc = launch(folder, finetune_args(args.study, setup, args.name), args.threads)
     try:
         proc.wait()
     finally:
@@ -513,44 +537,64 @@ def power_law(run: dict, targets: dict[str, float], first: int = 10) -> dict | N
     return {"from_epoch": first, "slope": float(slope), "epochs_to": reach}
 
 
-def read_finetune(study: str, runs: dict[str, dict]) -> dict | None:
-    """The study's fine-tune (`read_run` record, method, and where it starts on the study's
-    axes: after the best epoch of the study run it started from, else at 0), or None."""
-    folder = finetune_dir(study)
-    if not (folder / "logs").is_dir() or not (folder / "finetune.json").is_file():
-        return None
-    init = json.loads((folder / "finetune.json").read_text())["init"]
-    path = Path((init["manifest"] or {}).get("run", "").split(" ")[0])
-    origin = path.name if path.parent == Path("data/reproduction") / study else None
-    start = {"from": init["source"], "epoch": 0, "hours": 0.0}
-    if origin in runs and runs[origin]["best_epoch"] is not None:
-        run = runs[origin]
-        i = run["epochs"].index(run["best_epoch"])
-        start |= {"from": f"{origin} epoch {run['best_epoch']}", "epoch": run["best_epoch"] + 1}
-        start["hours"] = run["hours"][i]
-    return {**read_run(folder), "method": run_method(folder), "start": start}
+def read_finetunes(study: str, runs: dict[str, dict]) -> dict[str, dict]:
+    """The study's fine-tunes by folder name (`read_run` record, method, and where each starts
+    on the study's axes: after the best epoch of the study run or fine-tune it started from,
+    else at 0)."""
+    tunes: dict[str, dict] = {}
+    origins: dict[str, str] = {}
+    study_runs = Path("data/reproduction") / study
+    for folder in finetune_folders(study):
+        if not (folder / "logs").is_dir():
+            continue
+        init = json.loads((folder / "finetune.json").read_text())["init"]
+        path = Path((init["manifest"] or {}).get("run", "").split(" ")[0])
+        if path.parent == study_runs and path.name != folder.name:
+            origins[folder.name] = path.name
+        start = {"from": init["source"], "epoch": 0, "hours": 0.0}
+        tunes[folder.name] = {**read_run(folder), "method": run_method(folder), "start": start}
+
+    def place(name: str) -> None:
+        """Set `name`'s start after its origin's best epoch, placing that origin first."""
+        origin = origins.pop(name, None)  # popped: each is placed once, and cycles end
+        if origin in tunes:
+            place(origin)
+        run = runs.get(origin) or tunes.get(origin)
+        if run is None or run["best_epoch"] is None:
+            return
+        offset = run.get("start", {"epoch": 0, "hours": 0.0})
+        tunes[name]["start"] |= {
+            "from": f"{origin} epoch {run['best_epoch']}",
+            "epoch": offset["epoch"] + run["best_epoch"] + 1,
+            "hours": offset["hours"] + run["hours"][run["epochs"].index(run["best_epoch"])],
+        }
+
+    for name in list(origins):
+        place(name)
+    return tunes
 
 
 def cmd_report(args: argparse.Namespace) -> None:
     """Results JSON, the two-panel learning-curve PNG and the test-set table of a study."""
     folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
     runs = {p.name: read_run(p) for p in folders}
-    tune = read_finetune(args.study, runs)
-    if not runs and tune is None:
+    tunes = read_finetunes(args.study, runs)
+    if not runs and not tunes:
         raise SystemExit(f"{RUNS / args.study}: no runs yet")
     spec = STUDIES[args.study]
     targets = {"1%": 1.0, f"AM {spec.target}%": spec.target}
-    for r in [*runs.values(), *([tune] if tune else [])]:
+    for r in [*runs.values(), *tunes.values()]:
         r["power_law"] = power_law(r, targets)
     tests = read_tests(args.study, runs)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.study}.json"
-    study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests, "finetune": tune}
+    study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests, "finetunes": tunes}
     out.write_text(json.dumps(study, indent=1))
     fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
-    if tune is not None:  # drawn from where it started when that is a run of this study
-        e0, h0 = tune["start"]["epoch"], tune["start"]["hours"]
-        style = dict(color="tab:purple", lw=1.4, label=f"fine-tune ({tune['method'].upper()})")
+    shades = ["tab:purple", "tab:pink", "tab:cyan", "tab:olive"]
+    for (name, tune), color in zip(tunes.items(), shades * len(tunes), strict=False):
+        e0, h0 = tune["start"]["epoch"], tune["start"]["hours"]  # after the run it started from
+        style = dict(color=color, lw=1.4, label=f"{name} ({tune['method'].upper()})")
         by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], **style)
         by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], **style)
     for name, r in runs.items():
@@ -588,9 +632,9 @@ def cmd_report(args: argparse.Namespace) -> None:
             f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
             f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){trend}{targets}"
         )
-    if tune is not None:
+    for name, tune in tunes.items():
         print(
-            f"{'finetune':10s} epochs {len(tune['epochs']):4d}  best val gap "
+            f"{name:10s} epochs {len(tune['epochs']):4d}  best val gap "
             f"{tune['best_val_gap']:.3f} % (epoch {tune['best_epoch']}, "
             f"{tune['hours'][-1]:.2f} h; from {tune['start']['from']})"
         )
@@ -631,7 +675,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def run_method(folder: Path) -> str:
-    """The trajectory source (a METHODS key) of a study run or of the study's fine-tune."""
+    """The trajectory source (a METHODS key) of a study run or of one of its fine-tunes."""
     record = folder / "finetune.json"
     if record.is_file():
         return json.loads(record.read_text())["setup"]["method"]
@@ -639,12 +683,12 @@ def run_method(folder: Path) -> str:
 
 
 def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, dict]:
-    """The named run (`finetune`: the study's fine-tune), or among the runs of `methods` the
+    """The named run (or fine-tune, e.g. `finetune`), or among the runs of `methods` the
     one with the lowest best validation gap (all validate on the same instances); with its
     `read_run` record. SystemExit when there is none."""
     folders = {
         p.name: p
-        for p in [*sorted((RUNS / study).glob("*_s*")), finetune_dir(study)]
+        for p in [*sorted((RUNS / study).glob("*_s*")), *finetune_folders(study)]
         if (p / "best.pt").is_file() and (p / "logs").is_dir()
     }
     if run is not None:
@@ -668,7 +712,7 @@ def shown_args(args: list[str]) -> list[str]:
 
 
 def provenance(study: str, name: str, train: dict, clip: float) -> dict:
-    """How a study run or the study's fine-tune was trained: the training in words, the
+    """How a study run or one of its fine-tunes was trained: the training in words, the
     command that continues it, its folder, and for a fine-tune the checkpoint it started from
     (its manifest's training, command, epochs and test gaps)."""
     folder = RUNS / study / name
@@ -691,14 +735,16 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
         }
     tune = json.loads(record.read_text())
     setup, init = tune["setup"], tune["init"]
-    args = shown_args(finetune_args(study, setup))
-    flags = " ".join(f"--{FLAGS.get(k, k).replace('_', '-')} {v}" for k, v in setup.items())
+    args = shown_args(finetune_args(study, setup, name))
+    flags = " ".join(f"{flag(k)} {v}" for k, v in setup.items())
+    named = "" if name == FINETUNE else f" --name {name}"
+    decay = f", lr x {setup['lr_decay']} per epoch" if "lr_decay" in setup else ""
     earlier = init["manifest"] or {}
     return {
-        "training": f"fine-tune of {init['source']} with {per_epoch}",
-        "command": f"python scripts/reproduction.py finetune --study {study} "
+        "training": f"fine-tune of {init['source']} with {per_epoch}{decay}",
+        "command": f"python scripts/reproduction.py finetune --study {study}{named} "
         f"--init {init['source']} {flags} (nco-train {' '.join(args)})",
-        "run": f"data/reproduction/{study}/finetune (metrics.csv; chunks.jsonl: commit per "
+        "run": f"data/reproduction/{study}/{name} (metrics.csv; chunks.jsonl: commit per "
         "chunk; finetune.json: the setup and the starting checkpoint with its manifest)",
         "init": {
             "source": init["source"],
@@ -802,8 +848,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     tune.add_argument("--study", choices=STUDIES, required=True)
     tune.add_argument("--init", default=None, help="checkpoint to start from (first run only)")
+    tune.add_argument(
+        "--name", default=FINETUNE, help="folder: finetune (default) or finetune-<suffix>"
+    )
     tune.add_argument("--method", choices=["wr", "wor", "gd"], default="gd")
     tune.add_argument("--lr", type=float, default=FINETUNE_LR)
+    tune.add_argument(
+        "--lr-decay", type=float, default=1.0, help="lr factor per epoch (1: constant)"
+    )
     tune.add_argument(
         "--batches", type=int, default=None, help="Adam steps per epoch (default: paper ratio)"
     )

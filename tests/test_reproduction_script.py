@@ -404,6 +404,22 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert (folder / "init.pt").read_bytes() == b"weights"
     with pytest.raises(SystemExit, match=r"finetune\.json: this fine-tune started with --lr"):
         repro.main(["finetune", "--study", "cvrp20", "--lr", "2e-4"])
+    with pytest.raises(SystemExit, match="started with no --lr-decay"):
+        repro.main(["finetune", "--study", "cvrp20", "--lr-decay", "0.9"])
+    with pytest.raises(SystemExit, match="--name tuned: expected finetune or finetune-<suffix>"):
+        repro.main(["finetune", "--study", "cvrp20", "--name", "tuned", "--init", str(init)])
+    second = ["finetune", "--study", "cvrp20", "--name", "finetune-anneal", "--lr-decay", "0.9"]
+    repro.main([*second, "--init", str(init), "--lr", "5e-5", "--epochs", "3"])
+    assert "training.lr_decay=0.9" in launched[-1] and "training.lr=5e-05" in launched[-1]
+    anneal = tmp_path / "runs" / "cvrp20" / "finetune-anneal"
+    assert f"init_checkpoint={anneal / 'init.pt'}" in launched[-1]
+    assert repro.json.loads((anneal / "finetune.json").read_text())["setup"]["lr_decay"] == 0.9
+    train = {"instances_per_epoch": 128, "batches_per_epoch": 512, "batch_size": 256, "lr": 5e-5}
+    told = repro.provenance("cvrp20", "finetune-anneal", train, 1.0)
+    assert "--name finetune-anneal --init" in told["command"]
+    assert "--lr-decay 0.9" in told["command"] and "lr x 0.9 per epoch" in told["training"]
+    with pytest.raises(SystemExit, match="started with --lr-decay 0.9"):
+        repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-anneal", "--lr", "5e-5"])
 
 
 def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, monkeypatch) -> None:
@@ -463,18 +479,28 @@ def test_report_draws_a_finetune_from_the_study_run_it_started_from(
     record = {"setup": {"method": "gd"}, "init": init}
     (runs / "finetune" / "finetune.json").write_text(repro.json.dumps(record))
     repro.main(["report", "--study", "cvrp20"])
-    tune = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["finetune"]
+    report = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())
+    tune = report["finetunes"]["finetune"]
     assert tune["start"] == {"from": "wr_s0 epoch 1", "epoch": 2, "hours": 0.0}
     assert (tune["method"], tune["best_epoch"], tune["best_val_gap"]) == ("gd", 1, 9.0)
     assert (
         "finetune"
         not in repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["runs"]
     )
+    second = runs / "finetune-anneal"  # a second stage from the first fine-tune's best
+    fake_run(second, [8.5, 8.0, 8.2], "eee")
+    init2 = init | {"manifest": {"run": "data/reproduction/cvrp20/finetune (metrics.csv)"}}
+    (second / "finetune.json").write_text(repro.json.dumps({**record, "init": init2}))
+    repro.main(["report", "--study", "cvrp20"])
+    tunes = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["finetunes"]
+    assert tunes["finetune-anneal"]["start"]["from"] == "finetune epoch 1"
+    assert tunes["finetune-anneal"]["start"]["epoch"] == 4  # after wr_s0's 2 and its 2 epochs
     other = tmp_path / "runs" / "tsp50" / "finetune"
     fake_run(other, [5.0, 4.0], "ccc")
     init["manifest"] = None
     (other / "finetune.json").write_text(repro.json.dumps(record))
     repro.main(["report", "--study", "tsp50"])
-    tune = repro.json.loads((tmp_path / "results" / "tsp50.json").read_text())["finetune"]
+    report = repro.json.loads((tmp_path / "results" / "tsp50.json").read_text())
+    tune = report["finetunes"]["finetune"]
     assert tune["start"]["epoch"] == 0 and tune["start"]["from"].endswith("best.pt")
     assert (tmp_path / "results" / "tsp50.png").is_file()

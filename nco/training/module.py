@@ -27,15 +27,24 @@ class SelfImprovementModule(L.LightningModule):
 
     An env method `validation_metrics(objective) -> {name: value}` adds `val/<name>` metrics
     (Gomoku: wins, draws, losses). With `stop_objective` set, training stops after the first
-    validation whose mean objective reaches it.
+    validation whose mean objective reaches it. `lr_decay` multiplies the learning rate after
+    every epoch (the authors' code's per-epoch `decay_factor`; 1 keeps it constant as the paper).
     """
 
     def __init__(
-        self, policy: nn.Module, env: Env, lr: float = 2e-4, stop_objective: float | None = None
+        self,
+        policy: nn.Module,
+        env: Env,
+        lr: float = 2e-4,
+        stop_objective: float | None = None,
+        lr_decay: float = 1.0,
     ) -> None:
         super().__init__()
         if lr <= 0:
             raise ValueError(f"training config: expected lr > 0, got {lr}.")
+        if not 0 < lr_decay <= 1:
+            raise ValueError(f"training config: expected 0 < lr_decay <= 1, got {lr_decay}.")
+        self.lr_decay = lr_decay
         self.stop_objective = stop_objective
         self.policy = policy
         self.best_policy = copy.deepcopy(policy).requires_grad_(False)
@@ -65,12 +74,19 @@ class SelfImprovementModule(L.LightningModule):
         self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True)
         return loss
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        """Adam on the trained policy only."""
-        return torch.optim.Adam(self.policy.parameters(), lr=self.lr)
+    def configure_optimizers(self) -> Any:
+        """Adam on the trained policy only; with `lr_decay` < 1 an epoch-wise exponential decay
+        (none otherwise, so checkpoints of constant-lr runs resume without scheduler state)."""
+        adam = torch.optim.Adam(self.policy.parameters(), lr=self.lr)
+        if self.lr_decay == 1:
+            return adam
+        decay = torch.optim.lr_scheduler.ExponentialLR(adam, gamma=self.lr_decay)
+        return {"optimizer": adam, "lr_scheduler": {"scheduler": decay, "interval": "epoch"}}
 
     def on_train_epoch_start(self) -> None:
         self._clock["train"] = time.perf_counter()
+        if self.lr_decay != 1:
+            self._clock["lr"] = float(self.optimizers().param_groups[0]["lr"])
 
     def on_validation_epoch_start(self) -> None:
         if "train" in self._clock and not self.trainer.sanity_checking:
@@ -120,10 +136,13 @@ class SelfImprovementModule(L.LightningModule):
             self.trainer.should_stop = True
 
     def on_train_epoch_end(self) -> None:
-        """Log the DataModule's sampling statistics and the epoch's wall times."""
+        """Log the DataModule's sampling statistics, the epoch's wall times and (decaying runs)
+        learning rate."""
         stats = dict(getattr(self.trainer.datamodule, "epoch_stats", {}))
         if "train_s" in self._clock:
             stats["time/training_s"] = self._clock.pop("train_s")
+        if "lr" in self._clock:  # the learning rate this epoch trained with (decaying runs)
+            stats["train/lr"] = self._clock.pop("lr")
         if stats:
             self.log_dict(stats)
 

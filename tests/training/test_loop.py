@@ -109,6 +109,28 @@ def test_resume_continues_where_it_stopped(tiny_cfg) -> None:
     assert resumed.best_objective == pytest.approx(full.best_objective)
 
 
+def test_lr_decay_shrinks_the_rate_each_epoch_and_resumes_decayed(tiny_cfg) -> None:
+    """lr_decay 0.5: epochs train at lr, lr/2, lr/4 (logged as train/lr), and a run resumed
+    after one epoch goes on from the decayed rate with the same weights as a straight run."""
+    decay = ["training.lr=1e-3", "training.lr_decay=0.5", "trainer.max_epochs=3"]
+    cfg = tiny_cfg(*decay)
+    full, _ = fit(cfg, Recorder())
+    with open(Path(cfg.out_dir) / "logs" / "metrics.csv") as f:
+        lrs = [float(r["train/lr"]) for r in csv.DictReader(f) if r.get("train/lr")]
+    assert lrs == pytest.approx([1e-3, 5e-4, 2.5e-4])
+    first_cfg = tiny_cfg(*decay[:2], "trainer.max_epochs=1")
+    fit(first_cfg, Recorder())
+    last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
+    resumed, _ = fit(tiny_cfg(*decay, f"ckpt_path={last}"), Recorder())
+    assert resumed.optimizers().param_groups[0]["lr"] == pytest.approx(1.25e-4)
+    assert same_weights(resumed.policy, full.policy)
+
+
+def test_lr_decay_outside_zero_to_one_is_refused(tiny_cfg) -> None:
+    with pytest.raises(ValueError, match="lr_decay"):
+        build(tiny_cfg("training.lr_decay=1.5"))
+
+
 def test_p_min_schedule() -> None:
     """p_min follows the latest schedule entry at or before the epoch."""
     schedule = {0: 1.0, 500: 0.95}
