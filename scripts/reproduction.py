@@ -545,14 +545,19 @@ def read_finetunes(study: str, runs: dict[str, dict]) -> dict[str, dict]:
     origins: dict[str, str] = {}
     study_runs = Path("data/reproduction") / study
     for folder in finetune_folders(study):
-        if not (folder / "logs").is_dir():
+        if not (folder / "logs" / "metrics.csv").is_file():
+            continue
+        run = read_run(folder)
+        if not run["epochs"]:  # started, nothing validated yet
             continue
         init = json.loads((folder / "finetune.json").read_text())["init"]
-        path = Path((init["manifest"] or {}).get("run", "").split(" ")[0])
+        path = Path(init["source"]).parent  # a run's own best.pt, else a shipped one's run
+        if path.parent != study_runs:
+            path = Path((init["manifest"] or {}).get("run", "").split(" ")[0])
         if path.parent == study_runs and path.name != folder.name:
             origins[folder.name] = path.name
         start = {"from": init["source"], "epoch": 0, "hours": 0.0}
-        tunes[folder.name] = {**read_run(folder), "method": run_method(folder), "start": start}
+        tunes[folder.name] = {**run, "method": run_method(folder), "start": start}
 
     def place(name: str) -> None:
         """Set `name`'s start after its origin's best epoch, placing that origin first."""

@@ -489,7 +489,7 @@ def test_report_draws_a_finetune_from_the_study_run_it_started_from(
     )
     second = runs / "finetune-anneal"  # a second stage from the first fine-tune's best
     fake_run(second, [8.5, 8.0, 8.2], "eee")
-    init2 = init | {"manifest": {"run": "data/reproduction/cvrp20/finetune (metrics.csv)"}}
+    init2 = {"source": "data/reproduction/cvrp20/finetune/best.pt", "manifest": None}
     (second / "finetune.json").write_text(repro.json.dumps({**record, "init": init2}))
     repro.main(["report", "--study", "cvrp20"])
     tunes = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["finetunes"]
