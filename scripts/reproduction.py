@@ -579,6 +579,30 @@ def read_finetunes(study: str, runs: dict[str, dict]) -> dict[str, dict]:
     return tunes
 
 
+def summary(name: str, r: dict) -> str:
+    """One line of `report` per run or fine-tune: best validation gap, power-law trend, the
+    targets' gap beside greedy's over the last epochs, and where a fine-tune started."""
+    fit = r["power_law"]
+    trend = (
+        f"; gap ~ epoch^{fit['slope']:.2f}, epochs to "
+        + ", ".join(f"{k}: {v}" for k, v in fit["epochs_to"].items())
+        if fit
+        else ""
+    )
+    tq = r["targets"]
+    targets = (
+        f"; last {tq['epochs'][1] - tq['epochs'][0] + 1} epochs: best sampled "
+        f"{tq['best_sampled_gap']:.2f} %, greedy {tq['greedy_gap']:.2f} %"
+        if tq
+        else ""
+    )
+    start = f"; from {r['start']['from']}" if "start" in r else ""
+    return (
+        f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
+        f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){start}{trend}{targets}"
+    )
+
+
 def cmd_report(args: argparse.Namespace) -> None:
     """Results JSON, the two-panel learning-curve PNG and the test-set table of a study."""
     folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
@@ -618,31 +642,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     fig.suptitle(f"{args.study}: SL vs SI WR / WOR / GD (same model and optimizer steps)")
     fig.tight_layout()
     fig.savefig(RESULTS / f"{args.study}.png", dpi=110)
-    for name, r in runs.items():
-        fit = r["power_law"]
-        trend = (
-            f"; gap ~ epoch^{fit['slope']:.2f}, epochs to "
-            + ", ".join(f"{k}: {v}" for k, v in fit["epochs_to"].items())
-            if fit
-            else ""
-        )
-        tq = r["targets"]
-        targets = (
-            f"; last {tq['epochs'][1] - tq['epochs'][0] + 1} epochs: best sampled "
-            f"{tq['best_sampled_gap']:.2f} %, greedy {tq['greedy_gap']:.2f} %"
-            if tq
-            else ""
-        )
-        print(
-            f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
-            f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){trend}{targets}"
-        )
-    for name, tune in tunes.items():
-        print(
-            f"{name:10s} epochs {len(tune['epochs']):4d}  best val gap "
-            f"{tune['best_val_gap']:.3f} % (epoch {tune['best_epoch']}, "
-            f"{tune['hours'][-1]:.2f} h; from {tune['start']['from']})"
-        )
+    for name, r in [*runs.items(), *tunes.items()]:
+        print(summary(name, r))
     if tests:
         print("\n".join(arm_table(tests)))
     print(f"wrote {out} and {out.with_suffix('.png')}")
