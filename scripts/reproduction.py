@@ -418,9 +418,12 @@ def read_run(folder: Path, last: int = 5) -> dict:
     wall: dict[int, float] = {}
     sampled: dict[int, float] = {}
     reference: dict[int, float] = {}
+    improved: list[int] | None = None  # epochs whose weights became best.pt (val/improved)
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             e = int(row["epoch"])
+            if row.get("val/improved"):
+                improved = (improved or []) + ([e] if float(row["val/improved"]) else [])
             if row.get("val/gap"):
                 gap[e] = float(row["val/gap"])
                 if row.get("val/cost"):
@@ -436,6 +439,7 @@ def read_run(folder: Path, last: int = 5) -> dict:
         total += wall.get(e, 0.0)
         hours.append(total / 3600)
     best = min(epochs, key=lambda e: gap[e]) if epochs else None
+    saved = best if improved is None else (improved[-1] if improved else None)
     chunks_file = folder / "chunks.jsonl"
     chunks = (
         [json.loads(x) for x in chunks_file.read_text().splitlines()]
@@ -448,6 +452,10 @@ def read_run(folder: Path, last: int = 5) -> dict:
         "hours": hours,
         "best_epoch": best,
         "best_val_gap": gap[best] if best is not None else None,
+        # best.pt holds the last epoch that beat the best validation objective (mean cost,
+        # not mean gap: the two can pick different epochs); None: still the starting weights
+        "saved_epoch": saved,
+        "saved_val_gap": gap.get(saved) if saved is not None else None,
         "chunks": chunks,
         "targets": target_quality(sampled, reference, gap, last),
     }
@@ -490,7 +498,7 @@ def read_tests(study: str, runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
                 "mean_gap": result["mean_gap"],
                 "num_instances": result["num_instances"],
                 "epoch": epoch,
-                "stale": epoch != run["best_epoch"],
+                "stale": epoch != run["saved_epoch"],
             }
     return tests
 
@@ -565,13 +573,13 @@ def read_finetunes(study: str, runs: dict[str, dict]) -> dict[str, dict]:
         if origin in tunes:
             place(origin)
         run = runs.get(origin) or tunes.get(origin)
-        if run is None or run["best_epoch"] is None:
+        if run is None or run["saved_epoch"] is None:
             return
-        offset = run.get("start", {"epoch": 0, "hours": 0.0})
+        offset, epoch = run.get("start", {"epoch": 0, "hours": 0.0}), run["saved_epoch"]
         tunes[name]["start"] |= {
-            "from": f"{origin} epoch {run['best_epoch']}",
-            "epoch": offset["epoch"] + run["best_epoch"] + 1,
-            "hours": offset["hours"] + run["hours"][run["epochs"].index(run["best_epoch"])],
+            "from": f"{origin} epoch {epoch}",
+            "epoch": offset["epoch"] + epoch + 1,
+            "hours": offset["hours"] + run["hours"][run["epochs"].index(epoch)],
         }
 
     for name in list(origins):
@@ -690,7 +698,7 @@ def run_method(folder: Path) -> str:
 
 def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, dict]:
     """The named run (or fine-tune, e.g. `finetune`), or among the runs of `methods` the
-    one with the lowest best validation gap (all validate on the same instances); with its
+    one whose best.pt has the lowest validation gap (all validate on the same instances); with its
     `read_run` record. SystemExit when there is none."""
     folders = {
         p.name: p
@@ -702,10 +710,10 @@ def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, di
             raise SystemExit(f"{RUNS / study / run}: no such run with a best.pt")
         return run, read_run(folders[run])
     runs = {name: read_run(p) for name, p in folders.items() if run_method(p) in methods}
-    runs = {name: r for name, r in runs.items() if r["best_epoch"] is not None}
+    runs = {name: r for name, r in runs.items() if r["saved_epoch"] is not None}
     if not runs:
         raise SystemExit(f"{RUNS / study}: no validated run of {', '.join(methods)} yet")
-    name = min(runs, key=lambda n: runs[n]["best_val_gap"])
+    name = min(runs, key=lambda n: runs[n]["saved_val_gap"])
     return name, runs[name]
 
 
@@ -745,36 +753,65 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     flags = " ".join(f"{flag(k)} {v}" for k, v in setup.items())
     named = "" if name == FINETUNE else f" --name {name}"
     decay = f", lr x {setup['lr_decay']} per epoch" if "lr_decay" in setup else ""
-    earlier = init["manifest"] or {}
     return {
         "training": f"fine-tune of {init['source']} with {per_epoch}{decay}",
         "command": f"python scripts/reproduction.py finetune --study {study}{named} "
         f"--init {init['source']} {flags} (nco-train {' '.join(args)})",
         "run": f"data/reproduction/{study}/{name} (metrics.csv; chunks.jsonl: commit per "
         "chunk; finetune.json: the setup and the starting checkpoint with its manifest)",
-        "init": {
-            "source": init["source"],
-            "sha256": init["sha256"],
-            **{
-                k: earlier[k]
-                for k in ("training", "command", "epochs_trained", "wall_time_h", "problem")
-                if k in earlier
-            },
-            **{k: v for k, v in earlier.items() if k.startswith("kool_")},
-        },
+        "init": {"source": init["source"], "sha256": init["sha256"], **earlier_stage(study, init)},
     }
+
+
+def earlier_stage(study: str, init: dict) -> dict:
+    """What a fine-tune started from: the study run or fine-tune whose `best.pt` it copied
+    (its `stage`, read now; `sha256` names the file it was then), else the facts of the
+    starting checkpoint's manifest (a shipped one), its own start included."""
+    source = Path(init["source"])
+    if init["manifest"] is None and source.parent.parent == Path("data/reproduction") / study:
+        if (RUNS / study / source.parent.name / ".hydra").is_dir():
+            return stage(study, source.parent.name)
+    earlier = init["manifest"] or {}
+    keep = ("training", "command", "epochs_trained", "wall_time_h", "problem", "init")
+    return {k: v for k, v in earlier.items() if k in keep or k.startswith("kool_")}
+
+
+def run_config(study: str, name: str) -> dict:
+    """A run's saved Hydra config, resolved section by section (others name Hydra's run-time
+    resolvers)."""
+    saved = OmegaConf.load(RUNS / study / name / ".hydra" / "config.yaml")
+    return {
+        k: OmegaConf.to_container(saved[k], resolve=True)
+        for k in ("problem", "model", "training", "trainer", "search")
+    }
+
+
+def stage(study: str, name: str) -> dict:
+    """One training stage of a shipped checkpoint: how the run was trained (`provenance`),
+    its epochs, best epoch and wall time."""
+    cfg, run = run_config(study, name), read_run(RUNS / study / name)
+    return {
+        **provenance(study, name, cfg["training"], cfg["trainer"]["gradient_clip_val"]),
+        "epochs_trained": len(run["epochs"]),
+        "best_epoch": run["saved_epoch"],
+        "wall_time_h": round(run["hours"][-1], 2),
+    }
+
+
+def total_hours(record: dict) -> float:
+    """Wall time of a stage and every stage before it (each stage's whole run, also the epochs
+    after the checkpoint the next stage continued)."""
+    earlier = record.get("init")
+    return record.get("wall_time_h", 0.0) + (total_hours(earlier) if earlier else 0.0)
 
 
 def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: int | None) -> dict:
     """The shipped checkpoint's manifest: how it was trained (config, command, epochs, wall
-    time, hosts, code versions) and its test gaps against Kool et al.'s AM greedy gap."""
+    time, hosts, code versions; for a fine-tune also every stage before it, under `init`) and
+    its test gaps against Kool et al.'s AM greedy gap."""
     spec = STUDIES[study]
-    saved = OmegaConf.load(RUNS / study / name / ".hydra" / "config.yaml")
-    cfg = {  # resolved section by section: others name Hydra's run-time resolvers
-        k: OmegaConf.to_container(saved[k], resolve=True)
-        for k in ("problem", "model", "training", "trainer", "search")
-    }
-    origin = provenance(study, name, cfg["training"], cfg["trainer"]["gradient_clip_val"])
+    cfg = run_config(study, name)
+    origin = stage(study, name)
     greedy = tests["greedy"]["mean_gap"]
     fit = power_law(run, {f"AM {spec.target}%": spec.target})
     size = {k: v for k, v in cfg["problem"].items() if k in ("num_nodes", "num_customers")}
@@ -790,10 +827,8 @@ def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: in
             {f"{c.get('cpu') or 'unrecorded CPU'}, {c.get('cpus')} cores" for c in run["chunks"]}
         ),
         "commits": list(dict.fromkeys(c["commit"] for c in run["chunks"])),
-        "epochs_trained": len(run["epochs"]),
-        "best_epoch": run["best_epoch"],
-        "wall_time_h": round(run["hours"][-1], 2),
-        "validation_gap_pct": round(run["best_val_gap"], 3),
+        "wall_time_h_total": round(total_hours(origin), 2),
+        "validation_gap_pct": round(run["saved_val_gap"], 3),
         key: {
             "instances": tests["greedy"]["num_instances"],
             "limit": limit,
@@ -833,7 +868,7 @@ def cmd_ship(args: argparse.Namespace) -> None:
     text = manifest(args.study, name, run, tests, args.limit)
     (folder / "manifest.json").write_text(json.dumps(text, indent=2) + "\n")
     gaps = ", ".join(f"{d} {t['mean_gap']:.2f} %" for d, t in tests.items())
-    print(f"shipped {name} (epoch {run['best_epoch']}) to {folder}: {gaps}")
+    print(f"shipped {name} (epoch {run['saved_epoch']}) to {folder}: {gaps}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -66,6 +66,22 @@ def test_read_run_sums_wall_time_and_finds_the_best_epoch(tmp_path: Path) -> Non
     assert (run["best_epoch"], run["best_val_gap"]) == (1, 2.0)
     assert repro.epochs_done(tmp_path) == 3
     assert run["targets"] is None  # no sampling: an SL run
+    assert run["saved_epoch"] == 1  # without val/improved: the best gap's epoch
+
+
+def test_read_run_names_the_epoch_best_pt_holds(tmp_path: Path) -> None:
+    """best.pt follows the validation objective (mean cost), not the mean gap: the epoch it
+    holds is the last one logged as improved, and None while no epoch beat the start."""
+    rows = [
+        {"epoch": 0, "val/objective": -5.6, "val/gap": 6.0, "val/improved": 1.0},
+        {"epoch": 1, "val/objective": -5.5, "val/gap": 5.6, "val/improved": 1.0},
+        {"epoch": 2, "val/objective": -5.52, "val/gap": 5.4, "val/improved": 0.0},
+    ]
+    write_metrics(tmp_path / "logs" / "metrics.csv", rows)
+    run = repro.read_run(tmp_path)
+    assert (run["best_epoch"], run["saved_epoch"], run["saved_val_gap"]) == (2, 1, 5.6)
+    write_metrics(tmp_path / "logs" / "metrics.csv", [rows[2]])
+    assert repro.read_run(tmp_path)["saved_epoch"] is None
 
 
 def test_target_quality_sets_the_sampled_best_beside_greedy(tmp_path: Path) -> None:
@@ -434,7 +450,11 @@ def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, mo
         "init": {
             "source": "data/checkpoints/tsp20/best.pt",
             "sha256": "f00",
-            "manifest": {"epochs_trained": 78, "kool_tsp20_test": {"greedy_gap_pct": 1.65}},
+            "manifest": {
+                "epochs_trained": 78,
+                "wall_time_h": 1.9,
+                "kool_tsp20_test": {"greedy_gap_pct": 1.65},
+            },
         },
     }
     (runs / "finetune" / "finetune.json").write_text(repro.json.dumps(record))
@@ -462,6 +482,21 @@ def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, mo
     assert manifest["init"]["epochs_trained"] == 78
     assert manifest["init"]["kool_tsp20_test"]["greedy_gap_pct"] == 1.65
     assert manifest["target"]["reached"] is True and manifest["best_epoch"] == 1
+    fake_run(runs / "finetune-anneal", [1.4, 1.2], "eee")  # a second stage from the first's best
+    init = {"source": "data/reproduction/tsp50/finetune/best.pt", "sha256": "f01", "manifest": None}
+    record |= {"init": init, "setup": setup | {"seed": 7, "epochs": 2, "lr_decay": 0.9}}
+    (runs / "finetune-anneal" / "finetune.json").write_text(repro.json.dumps(record))
+    repro.main(["ship", "--study", "tsp50", "--run", "finetune-anneal"])
+    manifest = repro.json.loads((shipped / "manifest.json").read_text())
+    assert (
+        "--name finetune-anneal --init data/reproduction/tsp50/finetune/best.pt"
+        in (manifest["command"])
+    )
+    earlier = manifest["init"]  # the first fine-tune as a stage, with what it started from
+    assert earlier["command"].startswith("python scripts/reproduction.py finetune --study tsp50 ")
+    assert (earlier["epochs_trained"], earlier["best_epoch"]) == (3, 1)
+    assert earlier["init"]["epochs_trained"] == 78 and earlier["init"]["wall_time_h"] == 1.9
+    assert manifest["wall_time_h_total"] == 1.9  # the fake runs record no wall time
 
 
 def test_report_draws_a_finetune_from_the_study_run_it_started_from(
