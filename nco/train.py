@@ -125,6 +125,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         lr=float(tcfg.lr),
         stop_objective=None if stop is None else float(stop),
         lr_decay=float(tcfg.get("lr_decay", 1.0)),
+        ema_decay=None if tcfg.get("ema_decay") is None else float(tcfg.ema_decay),
     )
     meta = {
         "mode": cfg.mode,

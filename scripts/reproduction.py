@@ -315,6 +315,8 @@ def finetune_args(study: str, setup: dict, name: str = FINETUNE) -> list[str]:
         args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
     if "lr_decay" in setup:
         args.append(f"training.lr_decay={setup['lr_decay']}")
+    if "ema_decay" in setup:
+        args.append(f"training.ema_decay={setup['ema_decay']}")
     return args + [
         f"init_checkpoint={folder / 'init.pt'}",
         f"training.lr={setup['lr']}",
@@ -389,6 +391,8 @@ def cmd_finetune(args: argparse.Namespace) -> None:
     }
     if args.lr_decay != 1:  # recorded only when set, as fine-tunes before the option were
         setup["lr_decay"] = args.lr_decay
+    if args.ema_decay is not None:
+        setup["ema_decay"] = args.ema_decay
     start_finetune(args.study, args.name, args.init, setup)
     folder = finetune_dir(args.study, args.name)
     start = epochs_done(folder)
@@ -753,6 +757,8 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     flags = " ".join(f"{flag(k)} {v}" for k, v in setup.items())
     named = "" if name == FINETUNE else f" --name {name}"
     decay = f", lr x {setup['lr_decay']} per epoch" if "lr_decay" in setup else ""
+    if "ema_decay" in setup:
+        decay += f", validated and shipped as a moving average of weights ({setup['ema_decay']})"
     return {
         "training": f"fine-tune of {init['source']} with {per_epoch}{decay}",
         "command": f"python scripts/reproduction.py finetune --study {study}{named} "
@@ -772,7 +778,8 @@ def earlier_stage(study: str, init: dict) -> dict:
         if (RUNS / study / source.parent.name / ".hydra").is_dir():
             return stage(study, source.parent.name)
     earlier = init["manifest"] or {}
-    keep = ("training", "command", "epochs_trained", "wall_time_h", "problem", "init")
+    keep = ("problem", "training", "command", "run", "epochs_trained", "best_epoch")
+    keep += ("wall_time_h", "init")
     return {k: v for k, v in earlier.items() if k in keep or k.startswith("kool_")}
 
 
@@ -896,6 +903,9 @@ def main(argv: list[str] | None = None) -> None:
     tune.add_argument("--lr", type=float, default=FINETUNE_LR)
     tune.add_argument(
         "--lr-decay", type=float, default=1.0, help="lr factor per epoch (1: constant)"
+    )
+    tune.add_argument(
+        "--ema-decay", type=float, default=None, help="weight average per step (training.ema_decay)"
     )
     tune.add_argument(
         "--batches", type=int, default=None, help="Adam steps per epoch (default: paper ratio)"

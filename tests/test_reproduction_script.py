@@ -436,6 +436,13 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert "--lr-decay 0.9" in told["command"] and "lr x 0.9 per epoch" in told["training"]
     with pytest.raises(SystemExit, match="started with --lr-decay 0.9"):
         repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-anneal", "--lr", "5e-5"])
+    third = ["finetune", "--study", "cvrp20", "--name", "finetune-ema", "--ema-decay", "0.999"]
+    repro.main([*third, "--init", str(init), "--epochs", "3"])
+    assert "training.ema_decay=0.999" in launched[-1]
+    told = repro.provenance("cvrp20", "finetune-ema", train, 1.0)
+    assert "--ema-decay 0.999" in told["command"] and "moving average" in told["training"]
+    with pytest.raises(SystemExit, match="started with --ema-decay 0.999"):
+        repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-ema"])
 
 
 def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, monkeypatch) -> None:

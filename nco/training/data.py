@@ -263,7 +263,8 @@ class TrajectoryDataModule(L.LightningDataModule):
         epoch = self.trainer.current_epoch
         if self.mode == "si" and epoch > self.collected_epoch:
             module = self.trainer.lightning_module
-            policy = module.best_policy if self.sample_policy == "best" else module.policy
+            trained = module.evaluated_policy  # the weight average with training.ema_decay
+            policy = module.best_policy if self.sample_policy == "best" else trained
             self.collect(policy, module.best_version, epoch)
             self.collected_epoch = epoch
         elif self.mode == "si":
