@@ -546,3 +546,12 @@ def test_report_draws_a_finetune_from_the_study_run_it_started_from(
     tune = report["finetunes"]["finetune"]
     assert tune["start"]["epoch"] == 0 and tune["start"]["from"].endswith("best.pt")
     assert (tmp_path / "results" / "tsp50.png").is_file()
+
+
+def test_chunks_cache_validation_references_in_the_repository(monkeypatch) -> None:
+    """A chunk solves its validation set once for every machine: the cache is committed."""
+    monkeypatch.setenv("NCO_CACHE_DIR", "/elsewhere")
+    env = repro.chunk_env(1)
+    assert env["NCO_CACHE_DIR"] == str(repro.REPO / "data" / "reproduction" / "cache")
+    assert env["OMP_NUM_THREADS"] == "1"
+    assert (repro.CACHE / "references").is_dir()  # the committed entries
