@@ -183,7 +183,18 @@ class SelfImprovementModule(L.LightningModule):
         }
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        """Restore what `on_save_checkpoint` stored."""
+        """Restore what `on_save_checkpoint` stored. A run resumed with `ema_decay` newly set
+        starts its average at the resumed weights; one resumed without it drops the average."""
+        weights = checkpoint["state_dict"]
+        saved = [k for k in weights if k.startswith("ema.")]
+        if self.ema is None:
+            for key in saved:
+                del weights[key]
+        elif not saved:
+            for key, value in list(weights.items()):
+                if key.startswith("policy."):
+                    weights["ema.module." + key.removeprefix("policy.")] = value.clone()
+            weights["ema.n_averaged"] = torch.zeros((), dtype=torch.long)
         state = checkpoint["nco"]
         self.best_objective = state["best_objective"]
         self.best_version = int(state["best_version"])

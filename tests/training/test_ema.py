@@ -70,6 +70,27 @@ def test_resume_continues_the_average(tiny_cfg) -> None:
     assert same_weights(resumed.policy, full.policy)
 
 
+def test_switching_the_average_on_or_off_when_resuming(tiny_cfg) -> None:
+    """A run resumed with ema_decay newly set averages from the resumed weights on (its first
+    step's weights after the resume); one resumed without it loads and drops the average."""
+    plain = tiny_cfg("trainer.max_epochs=1")
+    fit(plain, Recorder())
+    last = Path(plain.out_dir) / "checkpoints" / "last.ckpt"
+    cfg = tiny_cfg("training.ema_decay=0.5", f"ckpt_path={last}", "training.batches_per_epoch=1")
+    trainer, module, dm = build(cfg)
+    steps = StepWeights()
+    trainer.callbacks.insert(0, steps)
+    trainer.fit(module, datamodule=dm, ckpt_path=str(last))
+    assert len(steps.after_step) == 1
+    average = dict(module.ema.module.named_parameters())
+    assert all(torch.equal(average[k], v) for k, v in steps.after_step[0].items())
+    averaged = tiny_cfg("training.ema_decay=0.5", "trainer.max_epochs=1")
+    fit(averaged, Recorder())
+    again = Path(averaged.out_dir) / "checkpoints" / "last.ckpt"
+    resumed, _ = fit(tiny_cfg(f"ckpt_path={again}"), Recorder())
+    assert resumed.ema is None and resumed.current_epoch == 2
+
+
 def test_without_the_option_there_is_no_average(tiny_cfg) -> None:
     _, module, _ = build(tiny_cfg())
     assert module.ema is None and module.evaluated_policy is module.policy
