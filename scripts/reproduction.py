@@ -648,7 +648,10 @@ def cmd_report(args: argparse.Namespace) -> None:
     shades = ["tab:purple", "tab:pink", "tab:cyan", "tab:olive"]
     for (name, tune), color in zip(tunes.items(), shades * len(tunes), strict=False):
         e0, h0 = tune["start"]["epoch"], tune["start"]["hours"]  # after the run it started from
-        style = dict(color=color, lw=1.4, label=f"{name} ({tune['method'].upper()})")
+        label = f"{name} ({tune['method'].upper()})"
+        if tune["start"]["from"].endswith(".pt"):  # not placed after a run: name its start
+            label += f" from {tune['start']['from'].removeprefix('data/')}"
+        style = dict(color=color, lw=1.4, label=label)
         by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], **style)
         by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], **style)
     for name, r in runs.items():
