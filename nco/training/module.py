@@ -33,9 +33,9 @@ class SelfImprovementModule(L.LightningModule):
 
     `ema_decay` (None in the paper and the authors' code) keeps an exponential moving average of
     the trained weights, updated after every optimizer step; validation then scores the average,
-    and promotion copies it into the best policy (which samples and becomes best.pt). It damps
-    the epoch-to-epoch swings of the validation gap seen in long CPU fine-tunes
-    (docs/reproduction.md).
+    and promotion copies it into the best policy (which samples and becomes best.pt). Measured
+    on a CVRP20 fine-tune (0.999): epoch-to-epoch swings of the validation gap 2.4x smaller, mean
+    level unchanged (docs/reproduction.md), hence off by default.
     """
 
     def __init__(
