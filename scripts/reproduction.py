@@ -412,6 +412,12 @@ def cmd_finetune(args: argparse.Namespace) -> None:
     if start >= args.epochs:
         print(f"{folder}: all {args.epochs} epochs done")
         return
+    if start and not (folder / "checkpoints" / "last.ckpt").is_file():
+        raise SystemExit(
+            f"{folder}: {start} epochs done, but checkpoints/last.ckpt was not kept (a finished "
+            f"stage commits best.pt and its metrics only); start a further stage from its best: "
+            f"--name finetune-<suffix> --init {folder / 'best.pt'}"
+        )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     commit, t0 = git_commit(), time.time()
     proc = launch(folder, finetune_args(args.study, setup, args.name), args.threads)

@@ -364,6 +364,8 @@ class FakeTrain:
         rows = [{"epoch": e, "val/objective": -4, "val/gap": g} for e, g in enumerate(gaps)]
         write_metrics(folder / "logs" / "metrics.csv", rows)
         (folder / "best.pt").write_bytes(b"tuned")
+        (folder / "checkpoints").mkdir(exist_ok=True)
+        (folder / "checkpoints" / "last.ckpt").write_bytes(b"resumable")
         (folder / ".hydra").mkdir(exist_ok=True)
         self.pid, self.returncode = 0, 0
 
@@ -417,6 +419,10 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert len(launched) == 1
     repro.main(["finetune", "--study", "cvrp20", "--epochs", "5"])  # extended
     assert len(launched) == 2 and "trainer.max_epochs=5" in launched[-1]
+    (folder / "checkpoints" / "last.ckpt").unlink()  # a finished stage, committed without it
+    with pytest.raises(SystemExit, match="last.ckpt was not kept.*--name finetune-<suffix>"):
+        repro.main(["finetune", "--study", "cvrp20", "--epochs", "8"])
+    assert len(launched) == 2
     assert (folder / "init.pt").read_bytes() == b"weights"
     with pytest.raises(SystemExit, match=r"finetune\.json: this fine-tune started with --lr"):
         repro.main(["finetune", "--study", "cvrp20", "--lr", "2e-4"])
