@@ -97,6 +97,7 @@ PAPER_SUBPROBLEMS_PER_INSTANCE = 1024  # D.2.3: 1,000 batches of 1,024 per 1,000
 # and at 2e-4 the TSP50 fine-tune from the TSP20 checkpoint got worse (greedy validation 4.9 ->
 # 5.3-6.0 % over 6 epochs, docs/reproduction.md): 1e-4, the square-root scaling to batch 256
 FINETUNE_LR = 1e-4
+OPTIONAL_SETUP = ("lr_decay", "ema_decay")  # training.<key> overrides, recorded only when set
 FLAGS = {"batches_per_epoch": "batches"}  # finetune.json setup keys named otherwise on the CLI
 FINETUNE = "finetune"  # the default fine-tune folder; others are finetune-<suffix>
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
@@ -326,10 +327,7 @@ def finetune_args(study: str, setup: dict, name: str = FINETUNE) -> list[str]:
     args = [f"experiment={STUDIES[study].experiment}", *METHODS[setup["method"]]]
     if setup["method"] != "wr":
         args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
-    if "lr_decay" in setup:
-        args.append(f"training.lr_decay={setup['lr_decay']}")
-    if "ema_decay" in setup:
-        args.append(f"training.ema_decay={setup['ema_decay']}")
+    args += [f"training.{key}={setup[key]}" for key in OPTIONAL_SETUP if key in setup]
     return args + [
         f"init_checkpoint={folder / 'init.pt'}",
         f"training.lr={setup['lr']}",
