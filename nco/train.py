@@ -126,6 +126,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         stop_objective=None if stop is None else float(stop),
         lr_decay=float(tcfg.get("lr_decay", 1.0)),
         ema_decay=None if tcfg.get("ema_decay") is None else float(tcfg.ema_decay),
+        warmup_steps=int(tcfg.get("warmup_steps", 0)),
     )
     meta = {
         "mode": cfg.mode,

@@ -97,8 +97,9 @@ PAPER_SUBPROBLEMS_PER_INSTANCE = 1024  # D.2.3: 1,000 batches of 1,024 per 1,000
 # and at 2e-4 the TSP50 fine-tune from the TSP20 checkpoint got worse (greedy validation 4.9 ->
 # 5.3-6.0 % over 6 epochs, docs/reproduction.md): 1e-4, the square-root scaling to batch 256
 FINETUNE_LR = 1e-4
-OPTIONAL_SETUP = ("lr_decay", "ema_decay")  # training.<key> overrides, recorded only when set
-FLAGS = {"batches_per_epoch": "batches"}  # finetune.json setup keys named otherwise on the CLI
+# training.<key> overrides, recorded only when set; finetune.json keys named otherwise on the CLI
+OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps")
+FLAGS = {"batches_per_epoch": "batches", "warmup_steps": "warmup"}
 FINETUNE = "finetune"  # the default fine-tune folder; others are finetune-<suffix>
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
@@ -404,6 +405,8 @@ def cmd_finetune(args: argparse.Namespace) -> None:
         setup["lr_decay"] = args.lr_decay
     if args.ema_decay is not None:
         setup["ema_decay"] = args.ema_decay
+    if args.warmup:
+        setup["warmup_steps"] = args.warmup
     start_finetune(args.study, args.name, args.init, setup)
     folder = finetune_dir(args.study, args.name)
     start = epochs_done(folder)
@@ -777,6 +780,8 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     flags = " ".join(f"{flag(k)} {v}" for k, v in setup.items())
     named = "" if name == FINETUNE else f" --name {name}"
     decay = f", lr x {setup['lr_decay']} per epoch" if "lr_decay" in setup else ""
+    if "warmup_steps" in setup:
+        decay += f", lr warmed up linearly over {setup['warmup_steps']} steps"
     if "ema_decay" in setup:
         decay += f", validated and shipped as a moving average of weights ({setup['ema_decay']})"
     return {
@@ -926,6 +931,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     tune.add_argument(
         "--ema-decay", type=float, default=None, help="weight average per step (training.ema_decay)"
+    )
+    tune.add_argument(
+        "--warmup", type=int, default=0, help="steps of linear lr warmup (training.warmup_steps)"
     )
     tune.add_argument(
         "--batches", type=int, default=None, help="Adam steps per epoch (default: paper ratio)"

@@ -449,6 +449,13 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert "--ema-decay 0.999" in told["command"] and "moving average" in told["training"]
     with pytest.raises(SystemExit, match="started with --ema-decay 0.999"):
         repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-ema"])
+    fourth = ["finetune", "--study", "cvrp20", "--name", "finetune-warm", "--warmup", "256"]
+    repro.main([*fourth, "--init", str(init), "--epochs", "3"])
+    assert "training.warmup_steps=256" in launched[-1]
+    told = repro.provenance("cvrp20", "finetune-warm", train, 1.0)
+    assert "--warmup 256" in told["command"] and "warmed up linearly" in told["training"]
+    with pytest.raises(SystemExit, match="started with --warmup 256"):
+        repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-warm"])
 
 
 def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, monkeypatch) -> None:

@@ -30,6 +30,8 @@ class SelfImprovementModule(L.LightningModule):
     (Gomoku: wins, draws, losses). With `stop_objective` set, training stops after the first
     validation whose mean objective reaches it. `lr_decay` multiplies the learning rate after
     every epoch (the authors' code's per-epoch `decay_factor`; 1 keeps it constant as the paper).
+    `warmup_steps` (0 in the paper) raises the learning rate linearly over the first optimizer
+    steps, so that a fine-tune's fresh Adam moments do not start with full-size steps.
 
     `ema_decay` (None in the paper and the authors' code) keeps an exponential moving average of
     the trained weights, updated after every optimizer step; validation then scores the average,
@@ -46,6 +48,7 @@ class SelfImprovementModule(L.LightningModule):
         stop_objective: float | None = None,
         lr_decay: float = 1.0,
         ema_decay: float | None = None,
+        warmup_steps: int = 0,
     ) -> None:
         super().__init__()
         if lr <= 0:
@@ -56,7 +59,10 @@ class SelfImprovementModule(L.LightningModule):
             raise ValueError(
                 f"training config: expected 0 < ema_decay < 1 (or null), got {ema_decay}."
             )
+        if warmup_steps < 0:
+            raise ValueError(f"training config: expected warmup_steps >= 0, got {warmup_steps}.")
         self.lr_decay = lr_decay
+        self.warmup_steps = warmup_steps
         self.stop_objective = stop_objective
         self.policy = policy
         self.best_policy = copy.deepcopy(policy).requires_grad_(False)
@@ -103,17 +109,27 @@ class SelfImprovementModule(L.LightningModule):
             self.ema.update_parameters(self.policy)
 
     def configure_optimizers(self) -> Any:
-        """Adam on the trained policy only; with `lr_decay` < 1 an epoch-wise exponential decay
-        (none otherwise, so checkpoints of constant-lr runs resume without scheduler state)."""
+        """Adam on the trained policy only; with `lr_decay` < 1 an epoch-wise exponential decay,
+        with `warmup_steps` one per-step factor (warmup times the epoch's decay), and no
+        scheduler otherwise, so checkpoints of constant-lr runs resume without scheduler state."""
         adam = torch.optim.Adam(self.policy.parameters(), lr=self.lr)
+        if self.warmup_steps:
+            schedule = torch.optim.lr_scheduler.LambdaLR(adam, self._lr_factor)
+            return {"optimizer": adam, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
         if self.lr_decay == 1:
             return adam
         decay = torch.optim.lr_scheduler.ExponentialLR(adam, gamma=self.lr_decay)
         return {"optimizer": adam, "lr_scheduler": {"scheduler": decay, "interval": "epoch"}}
 
+    def _lr_factor(self, step: int) -> float:
+        """The learning rate's factor at optimizer step `step` (counted from 0) with warmup:
+        linear up to 1 over `warmup_steps`, times `lr_decay` per epoch completed before it."""
+        epoch = step // self.trainer.num_training_batches  # 0 before the loader is set up (inf)
+        return min(1.0, (step + 1) / self.warmup_steps) * self.lr_decay ** int(epoch)
+
     def on_train_epoch_start(self) -> None:
         self._clock["train"] = time.perf_counter()
-        if self.lr_decay != 1:
+        if self.lr_decay != 1 or self.warmup_steps:
             self._clock["lr"] = float(self.optimizers().param_groups[0]["lr"])
 
     def on_validation_epoch_start(self) -> None:

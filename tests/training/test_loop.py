@@ -126,6 +126,45 @@ def test_lr_decay_shrinks_the_rate_each_epoch_and_resumes_decayed(tiny_cfg) -> N
     assert same_weights(resumed.policy, full.policy)
 
 
+class StepRates(L.Callback):
+    """Records the learning rate of every optimizer step."""
+
+    def __init__(self) -> None:
+        self.rates: list[float] = []
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        self.rates.append(float(optimizer.param_groups[0]["lr"]))
+
+
+def test_warmup_rises_linearly_then_decays_per_epoch_and_resumes(tiny_cfg) -> None:
+    """warmup 4 steps with 3 steps per epoch and decay 0.5: steps train at lr/4, lr/2, 3lr/4,
+    then lr/2 (epoch 1, warmup done) ... lr/4 (epoch 2); a run resumed after one epoch goes on
+    at the same rates and ends with the same weights as a straight run."""
+    setup = ["training.lr=1e-3", "training.lr_decay=0.5", "training.warmup_steps=4"]
+    cfg = tiny_cfg(*setup, "trainer.max_epochs=3")
+    trainer, module, dm = build(cfg)
+    rates = StepRates()
+    trainer.callbacks.append(rates)
+    trainer.fit(module, datamodule=dm)
+    lr = 1e-3
+    expected = [lr / 4, lr / 2, 3 * lr / 4, lr / 2, lr / 2, lr / 2, lr / 4, lr / 4, lr / 4]
+    assert rates.rates == pytest.approx(expected)
+    first_cfg = tiny_cfg(*setup, "trainer.max_epochs=1")
+    fit(first_cfg, Recorder())
+    last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
+    trainer, resumed, dm = build(tiny_cfg(*setup, "trainer.max_epochs=3", f"ckpt_path={last}"))
+    rates = StepRates()
+    trainer.callbacks.append(rates)
+    trainer.fit(resumed, datamodule=dm, ckpt_path=last)
+    assert rates.rates == pytest.approx(expected[3:])
+    assert same_weights(resumed.policy, module.policy)
+
+
+def test_negative_warmup_is_refused(tiny_cfg) -> None:
+    with pytest.raises(ValueError, match="warmup_steps"):
+        build(tiny_cfg("training.warmup_steps=-1"))
+
+
 def test_lr_decay_outside_zero_to_one_is_refused(tiny_cfg) -> None:
     with pytest.raises(ValueError, match="lr_decay"):
         build(tiny_cfg("training.lr_decay=1.5"))
