@@ -100,6 +100,7 @@ FINETUNE_LR = 1e-4
 # training.<key> overrides, recorded only when set; finetune.json keys named otherwise on the CLI
 OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps")
 FLAGS = {"batches_per_epoch": "batches", "warmup_steps": "warmup"}
+SIZES = ("dim", "layers", "heads", "ff_dim")  # model sizes a fine-tune takes from its start
 FINETUNE = "finetune"  # the default fine-tune folder; others are finetune-<suffix>
 COLORS = {"sl": "black", "wr": "tab:orange", "wor": "tab:blue", "gd": "tab:red"}
 
@@ -321,11 +322,15 @@ def finetune_folders(study: str) -> list[Path]:
 
 def finetune_args(study: str, setup: dict, name: str = FINETUNE) -> list[str]:
     """The `nco.train` overrides of a fine-tune: the study's experiment and the method's
-    trajectory source, from `init.pt`, with the setup's learning rate (and its per-epoch decay
-    when set), Adam steps per epoch, fixed nucleus p_min (sampling with replacement has none),
-    seed and length."""
+    trajectory source, the sizes of `init.pt` where they differ from the study's model (a
+    grown checkpoint, scripts/grow_checkpoint.py), from `init.pt`, with the setup's learning
+    rate (and its per-epoch decay when set), Adam steps per epoch, fixed nucleus p_min
+    (sampling with replacement has none), seed and length."""
     folder = finetune_dir(study, name)
+    record = folder / "finetune.json"
+    sizes = json.loads(record.read_text()).get("model", {}) if record.is_file() else {}
     args = [f"experiment={STUDIES[study].experiment}", *METHODS[setup["method"]]]
+    args += [f"model.{key}={value}" for key, value in sizes.items()]
     if setup["method"] != "wr":
         args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
     args += [f"training.{key}={setup[key]}" for key in OPTIONAL_SETUP if key in setup]
@@ -372,6 +377,7 @@ def start_finetune(study: str, name: str, init: str | None, setup: dict) -> None
     source = Path(init).resolve()
     if not source.is_file():
         raise SystemExit(f"--init {init}: no such checkpoint file")
+    sizes = model_sizes(study, source)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "init.pt")
     beside = source.parent / "manifest.json"
@@ -385,7 +391,19 @@ def start_finetune(study: str, name: str, init: str | None, setup: dict) -> None
         },
         "started": datetime.date.today().isoformat(),
     }
+    if sizes:
+        text["model"] = sizes
     record.write_text(json.dumps(text, indent=1) + "\n")
+
+
+def model_sizes(study: str, source: Path) -> dict[str, int]:
+    """The sizes (dim, layers, heads, ff_dim) of checkpoint `source` that differ from the
+    study's model: a fine-tune trains the architecture it starts from."""
+    from nco import checkpoint
+
+    model = checkpoint.load(source).model
+    study_model = study_config(study).model
+    return {k: model[k] for k in SIZES if k in model and model[k] != study_model.get(k)}
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:

@@ -394,6 +394,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
 
     monkeypatch.setattr(repro, "launch", launch)
     monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    monkeypatch.setattr(repro, "model_sizes", lambda study, source: {})  # not a real file
     with pytest.raises(SystemExit, match="--init"):
         repro.main(["finetune", "--study", "cvrp20"])
     with pytest.raises(SystemExit, match="no such checkpoint"):
@@ -456,6 +457,38 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert "--warmup 256" in told["command"] and "warmed up linearly" in told["training"]
     with pytest.raises(SystemExit, match="started with --warmup 256"):
         repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-warm"])
+
+
+def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeypatch) -> None:
+    """A checkpoint with more layers than the study's model is fine-tuned at its own size:
+    the sizes are recorded once, passed to nco-train, and the composed model loads init.pt."""
+    from omegaconf import OmegaConf
+
+    from nco import checkpoint, registry
+
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    model = OmegaConf.to_container(repro.study_config("cvrp20").model, resolve=True) | {"layers": 5}
+    problem = OmegaConf.to_container(repro.study_config("cvrp20").problem, resolve=True)
+    init = tmp_path / "grown.pt"
+    checkpoint.save(init, registry.build("policy", model, "test"), model, problem)
+    launched = []
+
+    def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
+        launched.append(args)
+        return FakeTrain(folder, [3.0])
+
+    monkeypatch.setattr(repro, "launch", launch)
+    monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    repro.main(["finetune", "--study", "cvrp20", "--init", str(init), "--epochs", "1"])
+    folder = tmp_path / "runs" / "cvrp20" / "finetune"
+    assert repro.json.loads((folder / "finetune.json").read_text())["model"] == {"layers": 5}
+    assert "model.layers=5" in launched[-1]
+    repro.main(["finetune", "--study", "cvrp20", "--epochs", "2"])  # resumed: same sizes
+    assert "model.layers=5" in launched[-1]
+    overrides = [a for a in launched[-1] if not a.startswith(("hydra.", "init_checkpoint="))]
+    cfg = compose_train(overrides, tmp_path, tiny=False)
+    policy = registry.build("policy", OmegaConf.to_container(cfg.model, resolve=True), "test")
+    policy.load_state_dict(checkpoint.load(folder / "init.pt").policy.state_dict())
 
 
 def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, monkeypatch) -> None:
