@@ -882,6 +882,11 @@ def manifest(study: str, name: str, run: dict, tests: dict[str, dict], limit: in
         key: {
             "instances": tests["greedy"]["num_instances"],
             "limit": limit,
+            **{
+                f"{d}_instances": t["num_instances"]
+                for d, t in tests.items()
+                if t["num_instances"] != tests["greedy"]["num_instances"]
+            },
             "reference": tests["greedy"]["reference_source"],
             **{f"{d}_gap_pct": round(t["mean_gap"], 3) for d, t in tests.items()},
             "results": f"data/results/checkpoints/{study}_on_{study}_{{greedy,beam16}}.json",
@@ -905,9 +910,12 @@ def cmd_ship(args: argparse.Namespace) -> None:
     shutil.copyfile(RUNS / args.study / name / "best.pt", folder / "best.pt")
     SHIPPED_RESULTS.mkdir(parents=True, exist_ok=True)
     tests = {}
+    limits = {decoder: args.limit for decoder in DECODERS}
+    if args.beam_limit:
+        limits["beam16"] = args.beam_limit
     for decoder in DECODERS:
         out = SHIPPED_RESULTS / f"{args.study}_on_{args.study}_{decoder}.json"
-        cmd = decode_command(folder / "best.pt", spec.test, decoder, out, args.limit)
+        cmd = decode_command(folder / "best.pt", spec.test, decoder, out, limits[decoder])
         subprocess.run(cmd, cwd=REPO, check=True)
         result = json.loads(out.read_text())
         tests[decoder] = {
@@ -975,6 +983,9 @@ def main(argv: list[str] | None = None) -> None:
         "--methods", nargs="+", choices=METHODS, default=["wr", "wor", "gd"], help="to choose from"
     )
     ship.add_argument("--limit", type=int, default=None, help="first LIMIT test instances")
+    ship.add_argument(
+        "--beam-limit", type=int, default=None, help="beam 16 on fewer (default: --limit)"
+    )
     args = parser.parse_args(argv)
     commands = {
         "run": cmd_run,

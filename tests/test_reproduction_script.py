@@ -286,7 +286,8 @@ def test_ship_picks_the_best_self_improvement_run_and_writes_its_manifest(
         out = Path(next(a for a in cmd if a.startswith("out="))[4:])
         gap = 0.2 if "search.beam_width=16" in cmd else 2.5
         info = {"reference_source": "exact"}
-        out.write_text(repro.json.dumps({"mean_gap": gap, "num_instances": 10000, "info": info}))
+        n = int(next((a[6:] for a in cmd if a.startswith("limit=")), 10000))
+        out.write_text(repro.json.dumps({"mean_gap": gap, "num_instances": n, "info": info}))
 
     monkeypatch.setattr(repro.subprocess, "run", decode)
     repro.main(["ship", "--study", "tsp20"])
@@ -307,6 +308,10 @@ def test_ship_picks_the_best_self_improvement_run_and_writes_its_manifest(
     assert manifest["target"]["greedy_points_above"] == pytest.approx(2.5 - 0.34)
     repro.main(["ship", "--study", "tsp20", "--run", "sl_s0", "--limit", "100"])
     assert (shipped / "best.pt").read_bytes() == b"sl_s0" and "limit=100" in calls[-1]
+    repro.main(["ship", "--study", "tsp20", "--beam-limit", "1000"])  # greedy on all
+    assert not any(a.startswith("limit=") for a in calls[-2]) and "limit=1000" in calls[-1]
+    test = repro.json.loads((shipped / "manifest.json").read_text())["kool_tsp20_test"]
+    assert (test["instances"], test["beam16_instances"]) == (10000, 1000)
     with pytest.raises(SystemExit, match="no such run"):
         repro.main(["ship", "--study", "tsp20", "--run", "wr_s3"])
     with pytest.raises(SystemExit, match="no validated run of wr"):
@@ -519,7 +524,8 @@ def test_ship_a_finetune_names_the_checkpoint_it_started_from(tmp_path: Path, mo
         out = Path(next(a for a in cmd if a.startswith("out="))[4:])
         gap = 0.3 if "search.beam_width=16" in cmd else 1.7
         info = {"reference_source": "exact"}
-        out.write_text(repro.json.dumps({"mean_gap": gap, "num_instances": 10000, "info": info}))
+        n = int(next((a[6:] for a in cmd if a.startswith("limit=")), 10000))
+        out.write_text(repro.json.dumps({"mean_gap": gap, "num_instances": n, "info": info}))
 
     monkeypatch.setattr(repro.subprocess, "run", decode)
     repro.main(["ship", "--study", "tsp50", "--run", "finetune"])
