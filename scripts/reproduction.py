@@ -461,6 +461,7 @@ def read_run(folder: Path, last: int = 5) -> dict:
     sampled: dict[int, float] = {}
     reference: dict[int, float] = {}
     improved: list[int] | None = None  # epochs whose weights became best.pt (val/improved)
+    initial: float | None = None  # the starting weights' gap (runs since val/initial_gap)
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             e = int(row["epoch"])
@@ -472,6 +473,8 @@ def read_run(folder: Path, last: int = 5) -> dict:
                     reference[e] = float(row["val/cost"]) / (1 + gap[e] / 100)
             if row.get("sample/cost"):
                 sampled[e] = float(row["sample/cost"])
+            if row.get("val/initial_gap"):
+                initial = float(row["val/initial_gap"])
             for key in ("time/sampling_s", "time/training_s", "time/validation_s"):
                 if row.get(key):
                     wall[e] = wall.get(e, 0.0) + float(row[key])
@@ -498,6 +501,7 @@ def read_run(folder: Path, last: int = 5) -> dict:
         # not mean gap: the two can pick different epochs); None: still the starting weights
         "saved_epoch": saved,
         "saved_val_gap": gap.get(saved) if saved is not None else None,
+        "initial_val_gap": initial,
         "chunks": chunks,
         "targets": target_quality(sampled, reference, gap, last),
     }
@@ -647,6 +651,8 @@ def summary(name: str, r: dict) -> str:
         else ""
     )
     start = f"; from {r['start']['from']}" if "start" in r else ""
+    if r.get("initial_val_gap") is not None:
+        start += f" (val gap {r['initial_val_gap']:.3f} %)"
     return (
         f"{name:10s} epochs {len(r['epochs']):4d}  best val gap {r['best_val_gap']:.3f} % "
         f"(epoch {r['best_epoch']}, {r['hours'][-1]:.2f} h){start}{trend}{targets}"

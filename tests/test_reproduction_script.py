@@ -54,7 +54,7 @@ def test_read_run_sums_wall_time_and_finds_the_best_epoch(tmp_path: Path) -> Non
         tmp_path / "logs" / "metrics.csv",
         [
             {"epoch": 0, "time/sampling_s": 1800, "time/training_s": 1800},
-            {"epoch": 0, "val/objective": -4, "val/gap": 5.0, "time/validation_s": 0},
+            {"epoch": 0, "val/objective": -4, "val/gap": 5.0, "val/initial_gap": 4.5},
             {"epoch": 1, "time/sampling_s": 3600, "time/training_s": 0},
             {"epoch": 1, "val/objective": -3.9, "val/gap": 2.0, "time/validation_s": 3600},
             {"epoch": 2, "val/objective": -3.95, "val/gap": 3.0},
@@ -67,6 +67,10 @@ def test_read_run_sums_wall_time_and_finds_the_best_epoch(tmp_path: Path) -> Non
     assert repro.epochs_done(tmp_path) == 3
     assert run["targets"] is None  # no sampling: an SL run
     assert run["saved_epoch"] == 1  # without val/improved: the best gap's epoch
+    assert run["initial_val_gap"] == 4.5
+    assert "(val gap 4.500 %)" in repro.summary(
+        "finetune", run | {"start": {"from": "x"}, "power_law": None}
+    )
 
 
 def test_read_run_names_the_epoch_best_pt_holds(tmp_path: Path) -> None:

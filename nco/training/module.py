@@ -156,15 +156,17 @@ class SelfImprovementModule(L.LightningModule):
         refs = self._gathered("reference")
         value = float(objective.mean())
         metrics = {"val/objective": value, "val/cost": float(self.env.cost(objective).mean())}
-        known = ~torch.isnan(refs)
-        if bool(known.all()):
-            cost = self.env.cost(objective)
-            metrics["val/gap"] = float(((cost - refs) / refs).mean() * 100)
+        known = bool((~torch.isnan(refs)).all())
+        if known:
+            metrics["val/gap"] = self._gap(objective, refs)
         extra = getattr(self.env, "validation_metrics", None)
         if callable(extra):
             metrics.update({f"val/{k}": float(v) for k, v in extra(objective).items()})
         if self.best_objective is None:
-            self.best_objective = float(self._gathered("initial").mean())
+            initial = self._gathered("initial")
+            self.best_objective = float(initial.mean())
+            if known:  # where a fine-tune started from
+                metrics["val/initial_gap"] = self._gap(initial, refs)
         self.improved = value > self.best_objective
         if self.improved:
             self.best_policy.load_state_dict(self.evaluated_policy.state_dict())
@@ -178,6 +180,11 @@ class SelfImprovementModule(L.LightningModule):
         self.log_dict(metrics)
         if self.stop_objective is not None and value >= self.stop_objective:
             self.trainer.should_stop = True
+
+    def _gap(self, objective: torch.Tensor, refs: torch.Tensor) -> float:
+        """Mean percent gap of the costs of `objective` to the reference costs."""
+        cost = self.env.cost(objective)
+        return float(((cost - refs) / refs).mean() * 100)
 
     def on_train_epoch_end(self) -> None:
         """Log the DataModule's sampling statistics, the epoch's wall times and (decaying runs)

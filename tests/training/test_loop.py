@@ -82,6 +82,8 @@ def test_run_logs_metrics_and_writes_loadable_best(tiny_cfg) -> None:
         assert sum(1 for r in rows if r[key]) == 2, key
     gaps = [float(r["val/gap"]) for r in rows if r["val/gap"]]
     assert all(g >= -1e-6 for g in gaps)  # LKH references are optimal on TSP10
+    start = [(r["epoch"], float(r["val/initial_gap"])) for r in rows if r.get("val/initial_gap")]
+    assert len(start) == 1 and start[0][0] == "0" and start[0][1] >= -1e-6  # the start's gap
     loaded = checkpoint.load(result["best_checkpoint"])
     assert loaded.meta["epoch"] == result["best_epoch"]
     val = loaded.env.generate(8, torch.Generator().manual_seed(cfg.training.val_seed))
