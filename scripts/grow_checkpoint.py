@@ -28,7 +28,7 @@ SIZES = ("layers", "ff_dim")
 
 def grow(source: Path, sizes: dict[str, int], out: Path, seed: int = 0, check: int = 64) -> dict:
     """Write the grown checkpoint to `out`; return its `meta.grown` record. The added weights
-    are drawn from `seed`, so the same command writes the same file."""
+    are drawn from `seed`, so the same command writes the same weights."""
     loaded = checkpoint.load(source)
     missing = [k for k in sizes if k not in loaded.model]
     if missing:
