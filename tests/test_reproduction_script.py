@@ -452,20 +452,18 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert "--lr-decay 0.9" in told["command"] and "lr x 0.9 per epoch" in told["training"]
     with pytest.raises(SystemExit, match="started with --lr-decay 0.9"):
         repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-anneal", "--lr", "5e-5"])
-    third = ["finetune", "--study", "cvrp20", "--name", "finetune-ema", "--ema-decay", "0.999"]
-    repro.main([*third, "--init", str(init), "--epochs", "3"])
-    assert "training.ema_decay=0.999" in launched[-1]
-    told = repro.provenance("cvrp20", "finetune-ema", train, 1.0)
-    assert "--ema-decay 0.999" in told["command"] and "moving average" in told["training"]
-    with pytest.raises(SystemExit, match="started with --ema-decay 0.999"):
-        repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-ema"])
-    fourth = ["finetune", "--study", "cvrp20", "--name", "finetune-warm", "--warmup", "256"]
-    repro.main([*fourth, "--init", str(init), "--epochs", "3"])
-    assert "training.warmup_steps=256" in launched[-1]
-    told = repro.provenance("cvrp20", "finetune-warm", train, 1.0)
-    assert "--warmup 256" in told["command"] and "warmed up linearly" in told["training"]
-    with pytest.raises(SystemExit, match="started with --warmup 256"):
-        repro.main(["finetune", "--study", "cvrp20", "--name", "finetune-warm"])
+    optional = [  # (stage, CLI flag and value, nco-train override, provenance wording)
+        ("finetune-ema", "--ema-decay 0.999", "training.ema_decay=0.999", "moving average"),
+        ("finetune-warm", "--warmup 256", "training.warmup_steps=256", "warmed up linearly"),
+    ]
+    for stage, option, override, wording in optional:
+        named = ["finetune", "--study", "cvrp20", "--name", stage]
+        repro.main([*named, *option.split(), "--init", str(init), "--epochs", "3"])
+        assert override in launched[-1]
+        told = repro.provenance("cvrp20", stage, train, 1.0)
+        assert option in told["command"] and wording in told["training"]
+        with pytest.raises(SystemExit, match=f"started with {option}"):
+            repro.main(named)
 
 
 def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeypatch) -> None:
