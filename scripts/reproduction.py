@@ -98,7 +98,7 @@ PAPER_SUBPROBLEMS_PER_INSTANCE = 1024  # D.2.3: 1,000 batches of 1,024 per 1,000
 # 5.3-6.0 % over 6 epochs, docs/reproduction.md): 1e-4, the square-root scaling to batch 256
 FINETUNE_LR = 1e-4
 # training.<key> overrides, recorded only when set; finetune.json keys named otherwise on the CLI
-OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps")
+OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps", "batch_size")
 FLAGS = {"batches_per_epoch": "batches", "warmup_steps": "warmup"}
 SIZES = ("dim", "layers", "heads", "ff_dim")  # model sizes a fine-tune takes from its start
 FINETUNE = "finetune"  # the default fine-tune folder; others are finetune-<suffix>
@@ -410,11 +410,12 @@ def cmd_finetune(args: argparse.Namespace) -> None:
     """Fine-tune a checkpoint with self-improvement at the paper's ratio of training to
     sampling, in `data/reproduction/<study>/finetune` (resumable)."""
     cfg = study_config(args.study).training
+    batch = args.batch_size or cfg.batch_size
     setup = {
         "method": args.method,
         "lr": args.lr,
         "batches_per_epoch": args.batches
-        or PAPER_SUBPROBLEMS_PER_INSTANCE * cfg.instances_per_epoch // cfg.batch_size,
+        or PAPER_SUBPROBLEMS_PER_INSTANCE * cfg.instances_per_epoch // batch,
         "p_min": args.p_min,
         "seed": args.seed,
         "epochs": args.epochs,
@@ -425,6 +426,8 @@ def cmd_finetune(args: argparse.Namespace) -> None:
         setup["ema_decay"] = args.ema_decay
     if args.warmup:
         setup["warmup_steps"] = args.warmup
+    if args.batch_size:
+        setup["batch_size"] = args.batch_size
     start_finetune(args.study, args.name, args.init, setup)
     folder = finetune_dir(args.study, args.name)
     start = epochs_done(folder)
@@ -966,6 +969,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     tune.add_argument(
         "--warmup", type=int, default=0, help="steps of linear lr warmup (training.warmup_steps)"
+    )
+    tune.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="sub-problems per Adam step (training.batch_size; default: the study's)",
     )
     tune.add_argument(
         "--batches", type=int, default=None, help="Adam steps per epoch (default: paper ratio)"
