@@ -562,7 +562,15 @@ def arm_table(tests: dict[str, dict[str, dict]]) -> list[str]:
             arms.setdefault(method, {}).setdefault(decoder, []).append(
                 (f"s{seed} {t['mean_gap']:.3f}{mark}", t["mean_gap"])
             )
-    rows = ["| arm | " + " | ".join(f"{d} gap % (per seed; mean)" for d in DECODERS) + " |"]
+    counts = {
+        d: "/".join(map(str, sorted({t[d]["num_instances"] for t in tests.values() if d in t})))
+        for d in DECODERS
+    }
+    rows = [
+        "| arm | "
+        + " | ".join(f"{d} gap % (per seed; mean; {counts[d]} instances)" for d in DECODERS)
+        + " |"
+    ]
     rows.append("|---" * (len(DECODERS) + 1) + "|")
     for method in [m for m in METHODS if m in arms]:
         cells = []
@@ -736,7 +744,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             continue
         if args.seeds is not None and int(folder.name.rsplit("_s", 1)[1]) not in args.seeds:
             continue
-        for name in DECODERS:
+        for name in args.decoders:
             out = RESULTS / f"{args.study}__{folder.name}__{name}.json"
             cmd = decode_command(folder / "best.pt", spec.test, name, out, args.limit)
             subprocess.run(cmd, cwd=REPO, check=True)
@@ -989,6 +997,9 @@ def main(argv: list[str] | None = None) -> None:
     evaluate.add_argument("--study", choices=STUDIES, required=True)
     evaluate.add_argument("--limit", type=int, default=None, help="first LIMIT test instances")
     evaluate.add_argument("--seeds", nargs="+", type=int, default=None, help="(default: all)")
+    evaluate.add_argument(
+        "--decoders", nargs="+", choices=DECODERS, default=list(DECODERS), help="(default: all)"
+    )
     ship = sub.add_parser("ship", help="ship a run's best.pt with test gaps and manifest")
     ship.add_argument("--study", choices=STUDIES, required=True)
     ship.add_argument(

@@ -161,6 +161,9 @@ def test_evaluate_decodes_the_chosen_seeds_best_checkpoints(tmp_path: Path, monk
     assert [Path(r).parent.name for r in runs] == ["gd_s0", "gd_s0", "sl_s0", "sl_s0"]
     assert all("data=kool:tsp20_test" in c and "limit=100" in c for c in calls)
     assert sum("search.beam_width=16" in c for c in calls) == 2
+    calls.clear()
+    repro.main(["evaluate", "--study", "tsp20", "--seeds", "0", "--decoders", "greedy"])
+    assert len(calls) == 2 and all("search=greedy" in c and "limit=" not in str(c) for c in calls)
 
 
 def test_report_collects_test_gaps_and_flags_stale_ones(
@@ -182,7 +185,8 @@ def test_report_collects_test_gaps_and_flags_stale_ones(
     }
     for (name, decoder), (epoch, gap) in decoded.items():
         info = {"checkpoint_meta": {"epoch": epoch}}
-        result = {"mean_gap": gap, "num_instances": 100, "info": info}
+        size = 10000 if decoder == "greedy" and name == "gd_s1" else 100
+        result = {"mean_gap": gap, "num_instances": size, "info": info}
         (results / f"tsp20__{name}__{decoder}.json").write_text(repro.json.dumps(result))
     repro.main(["report", "--study", "tsp20"])
     test = repro.json.loads((results / "tsp20.json").read_text())["test"]
@@ -197,6 +201,8 @@ def test_report_collects_test_gaps_and_flags_stale_ones(
     out = capsys.readouterr().out
     assert "| GD | s0 2.500, s1 3.500 (stale); **3.000** | - |" in out
     assert "| SL | - | s0 0.400; **0.400** |" in out
+    header = "greedy gap % (per seed; mean; 100/10000 instances) | beam16 gap % (per seed; mean; "
+    assert header + "100 instances) |" in out
 
 
 def test_run_refuses_to_start_without_the_sl_expert_data(monkeypatch, tmp_path: Path) -> None:
