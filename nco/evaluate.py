@@ -320,6 +320,7 @@ def run(cfg: DictConfig) -> Results:
         "search": search,
         "batch_size": parts[0]["batch_size"],
         "seed": int(cfg.seed),
+        "limit": cfg.get("limit"),
         "device": str(device),
         **parts[-1]["settings"],
         "instances_per_s": rate,

@@ -736,16 +736,40 @@ def decode_command(
     return cmd + ([f"limit={limit}"] if limit else [])
 
 
+def checkpoint_epoch(path: Path) -> int | None:
+    """The training epoch recorded in a best.pt's metadata."""
+    import torch
+
+    return torch.load(path, map_location="cpu", weights_only=True)["meta"].get("epoch")
+
+
+def is_current(out: Path, epoch: int | None, limit: int | None) -> bool:
+    """Whether results file `out` decoded the best.pt of `epoch` on the same instances (`limit`;
+    files written before nco-eval recorded it count as limited to their instance count)."""
+    if not out.is_file():
+        return False
+    result = json.loads(out.read_text())
+    info = result["info"]
+    if info["checkpoint_meta"].get("epoch") != epoch:
+        return False
+    return info.get("limit", result["num_instances"] if limit else -1) == limit
+
+
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    """Greedy and beam-16 gaps of each run's best.pt on the study's test set."""
+    """Greedy and beam-16 gaps of each run's best.pt on the study's test set; results that are
+    current (same best epoch, same instances) are kept unless --force, so a rerun continues."""
     spec = STUDIES[args.study]
     for folder in sorted((RUNS / args.study).glob("*_s*")):
         if not (folder / "best.pt").is_file():
             continue
         if args.seeds is not None and int(folder.name.rsplit("_s", 1)[1]) not in args.seeds:
             continue
+        epoch = checkpoint_epoch(folder / "best.pt")
         for name in args.decoders:
             out = RESULTS / f"{args.study}__{folder.name}__{name}.json"
+            if not args.force and is_current(out, epoch, args.limit):
+                print(f"{out.name}: current (epoch {epoch}), kept")
+                continue
             cmd = decode_command(folder / "best.pt", spec.test, name, out, args.limit)
             subprocess.run(cmd, cwd=REPO, check=True)
 
@@ -999,6 +1023,9 @@ def main(argv: list[str] | None = None) -> None:
     evaluate.add_argument("--seeds", nargs="+", type=int, default=None, help="(default: all)")
     evaluate.add_argument(
         "--decoders", nargs="+", choices=DECODERS, default=list(DECODERS), help="(default: all)"
+    )
+    evaluate.add_argument(
+        "--force", action="store_true", help="decode again even where the results are current"
     )
     ship = sub.add_parser("ship", help="ship a run's best.pt with test gaps and manifest")
     ship.add_argument("--study", choices=STUDIES, required=True)

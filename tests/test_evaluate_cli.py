@@ -94,6 +94,7 @@ def test_greedy_json_matches_direct_decoding(files) -> None:
     result = run_eval(files, "search=greedy", "limit=3", "batch_size=2", "save_solutions=true")
     coords = np.load(files["data"])["coords"]
     check_consistent(result, coords, 3)
+    assert result["info"]["limit"] == 3  # a rerun can tell a limited result from a full one
     loaded = checkpoint.load(files["checkpoint"])
     direct = greedy(loaded.policy, loaded.env, TSPInstances(torch.from_numpy(coords[:3])))
     np.testing.assert_allclose(result["objectives"], -direct.best().objective.numpy(), rtol=1e-12)

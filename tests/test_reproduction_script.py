@@ -148,22 +148,56 @@ def test_cvrp_expert_data_loads_as_sl_data(tmp_path: Path) -> None:
 
 def test_evaluate_decodes_the_chosen_seeds_best_checkpoints(tmp_path: Path, monkeypatch) -> None:
     """`evaluate --seeds 0 --limit 100` runs greedy and beam 16 on the test set for each run
-    of seed 0 that has a best.pt, writing one results JSON per run and decoder."""
+    of seed 0 that has a best.pt, writing one results JSON per run and decoder; a rerun keeps
+    the results that are current (same best epoch, same instances) unless --force."""
     for name in ("gd_s0", "sl_s0", "gd_s1", "wr_s0"):
         (tmp_path / "tsp20" / name).mkdir(parents=True)
         if name != "wr_s0":  # no best.pt yet
             (tmp_path / "tsp20" / name / "best.pt").touch()
     monkeypatch.setattr(repro, "RUNS", tmp_path)
+    monkeypatch.setattr(repro, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    epoch = {"gd_s0": 7, "sl_s0": 9}
+    monkeypatch.setattr(repro, "checkpoint_epoch", lambda path: epoch[path.parent.name])
     calls = []
-    monkeypatch.setattr(repro.subprocess, "run", lambda cmd, **kw: calls.append(cmd))
-    repro.main(["evaluate", "--study", "tsp20", "--seeds", "0", "--limit", "100"])
-    runs = [next(a for a in c if a.startswith("checkpoint=")) for c in calls]
-    assert [Path(r).parent.name for r in runs] == ["gd_s0", "gd_s0", "sl_s0", "sl_s0"]
+
+    def decode(cmd: list[str], **kw) -> None:  # what nco-eval writes, in brief
+        calls.append(cmd)
+        arg = dict(a.split("=", 1) for a in cmd if "=" in a)
+        limit = int(arg["limit"]) if "limit" in arg else None
+        meta = {"epoch": epoch[Path(arg["checkpoint"]).parent.name]}
+        info = {"checkpoint_meta": meta, "limit": limit}
+        Path(arg["out"]).write_text(
+            repro.json.dumps({"num_instances": limit or 10000, "info": info})
+        )
+
+    monkeypatch.setattr(repro.subprocess, "run", decode)
+    command = ["evaluate", "--study", "tsp20", "--seeds", "0"]
+
+    def decoded() -> list[str]:
+        runs = [next(a for a in c if a.startswith("checkpoint=")) for c in calls]
+        calls.clear()
+        return [Path(r).parent.name for r in runs]
+
+    repro.main([*command, "--limit", "100"])
     assert all("data=kool:tsp20_test" in c and "limit=100" in c for c in calls)
     assert sum("search.beam_width=16" in c for c in calls) == 2
-    calls.clear()
-    repro.main(["evaluate", "--study", "tsp20", "--seeds", "0", "--decoders", "greedy"])
-    assert len(calls) == 2 and all("search=greedy" in c and "limit=" not in str(c) for c in calls)
+    assert decoded() == ["gd_s0", "gd_s0", "sl_s0", "sl_s0"]
+    repro.main([*command, "--limit", "100"])  # all current: nothing decoded again
+    assert decoded() == []
+    epoch["sl_s0"] = 12  # its best epoch moved
+    repro.main([*command, "--limit", "100"])
+    assert decoded() == ["sl_s0", "sl_s0"]
+    repro.main([*command, "--limit", "100", "--force"])
+    assert decoded() == ["gd_s0", "gd_s0", "sl_s0", "sl_s0"]
+    repro.main([*command, "--decoders", "greedy"])  # all instances: the limited files are not
+    assert all("search=greedy" in c and "limit=" not in str(c) for c in calls)
+    assert decoded() == ["gd_s0", "sl_s0"]
+    for name, num in (("gd_s0", 100), ("sl_s0", 10000)):  # files without the "limit" key
+        old = {"num_instances": num, "info": {"checkpoint_meta": {"epoch": epoch[name]}}}
+        (tmp_path / "results" / f"tsp20__{name}__beam16.json").write_text(repro.json.dumps(old))
+    repro.main([*command, "--limit", "100", "--decoders", "beam16"])
+    assert decoded() == ["sl_s0"]
 
 
 def test_report_collects_test_gaps_and_flags_stale_ones(
