@@ -377,23 +377,47 @@ def start_finetune(study: str, name: str, init: str | None, setup: dict) -> None
     source = Path(init).resolve()
     if not source.is_file():
         raise SystemExit(f"--init {init}: no such checkpoint file")
-    sizes = model_sizes(study, source)
+    sizes, grown = model_sizes(study, source), grown_from(source)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "init.pt")
-    beside = source.parent / "manifest.json"
     text = {
         "study": study,
         "setup": setup,
         "init": {
-            "source": str(source.relative_to(REPO)) if source.is_relative_to(REPO) else str(source),
+            "source": shown_path(source),
             "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-            "manifest": json.loads(beside.read_text()) if beside.is_file() else None,
+            "manifest": manifest_beside(source),
         },
         "started": datetime.date.today().isoformat(),
     }
+    if grown is not None:
+        text["init"]["grown"] = {"source": shown_path(grown), "manifest": manifest_beside(grown)}
     if sizes:
         text["model"] = sizes
     record.write_text(json.dumps(text, indent=1) + "\n")
+
+
+def shown_path(path: Path) -> str:
+    """`path` relative to the repository where it lies inside it."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def manifest_beside(checkpoint_file: Path) -> dict | None:
+    """The manifest.json beside a (shipped) checkpoint, if any."""
+    beside = checkpoint_file.parent / "manifest.json"
+    return json.loads(beside.read_text()) if beside.is_file() else None
+
+
+def grown_from(source: Path) -> Path | None:
+    """The checkpoint a grown one was made from (its `meta.grown.source`,
+    scripts/grow_checkpoint.py), resolved against the repository; None if not grown."""
+    import torch
+
+    grown = torch.load(source, map_location="cpu", weights_only=True)["meta"].get("grown")
+    if not grown:
+        return None
+    path = Path(grown["source"])
+    return (path if path.is_absolute() else REPO / path).resolve()
 
 
 def model_sizes(study: str, source: Path) -> dict[str, int]:
@@ -617,11 +641,12 @@ def read_finetunes(study: str, runs: dict[str, dict]) -> dict[str, dict]:
             continue
         init = json.loads((folder / "finetune.json").read_text())["init"]
         path = Path(init["source"]).parent  # a run's own best.pt, else a shipped one's run
-        if path.parent != study_runs:
-            path = Path((init["manifest"] or {}).get("run", "").split(" ")[0])
+        if path.parent != study_runs:  # a shipped file, or one grown from a shipped file
+            manifest = init["manifest"] or init.get("grown", {}).get("manifest") or {}
+            path = Path(manifest.get("run", "").split(" ")[0])
         if path.parent == study_runs and path.name != folder.name:
             origins[folder.name] = path.name
-        start = {"from": init["source"], "epoch": 0, "hours": 0.0}
+        start = {"from": init["source"], "epoch": 0, "hours": 0.0, "grown": "grown" in init}
         tunes[folder.name] = {**run, "method": run_method(folder), "start": start}
 
     def place(name: str) -> None:
@@ -686,16 +711,31 @@ def cmd_report(args: argparse.Namespace) -> None:
     out = RESULTS / f"{args.study}.json"
     study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests, "finetunes": tunes}
     out.write_text(json.dumps(study, indent=1))
-    fig, (by_epoch, by_time) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
-    shades = ["tab:purple", "tab:pink", "tab:cyan", "tab:olive"]
+    fig = plt.figure(figsize=(11, 7.2 if tunes else 3.6))
+    grid = fig.add_gridspec(2 if tunes else 1, 2, height_ratios=[1, 1] if tunes else [1])
+    by_epoch = fig.add_subplot(grid[0, 0])
+    by_time = fig.add_subplot(grid[0, 1], sharey=by_epoch)
+    stages = fig.add_subplot(grid[1, :]) if tunes else None
+    shades = plt.get_cmap("Dark2").colors  # apart from the arms' tab: colors
     for (name, tune), color in zip(tunes.items(), shades * len(tunes), strict=False):
         e0, h0 = tune["start"]["epoch"], tune["start"]["hours"]  # after the run it started from
-        label = f"{name} ({tune['method'].upper()})"
-        if tune["start"]["from"].endswith(".pt"):  # not placed after a run: name its start
-            label += f" from {tune['start']['from'].removeprefix('data/')}"
-        style = dict(color=color, lw=1.4, label=label)
-        by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], **style)
-        by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], **style)
+        by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], color=color, lw=1.4)
+        by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], color=color, lw=1.4)
+        grown = ", grown" if tune["start"]["grown"] else ""
+        label = f"{name} ({tune['method'].upper()}{grown}) from {tune['start']['from']}"
+        if tune["initial_val_gap"] is not None:
+            label += f" ({tune['initial_val_gap']:.2f} %)"
+        stages.plot(tune["epochs"], tune["val_gap"], color=color, lw=1.2, marker=".", label=label)
+    if stages is not None:
+        stages.axhline(
+            spec.target, color="gray", ls=":", label=f"Kool's AM greedy, test set: {spec.target} %"
+        )
+        stages.set(
+            xlabel="epoch of the stage",
+            ylabel="validation gap, greedy (%)",
+            title="fine-tune stages from the checkpoint named (its validation gap), linear scale",
+        )
+        stages.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for name, r in runs.items():
         method, seed = name.rsplit("_s", 1)
         style = dict(
@@ -708,7 +748,8 @@ def cmd_report(args: argparse.Namespace) -> None:
         by_time.plot(r["hours"], r["val_gap"], **style)
     by_epoch.set(xlabel="epoch", ylabel="validation gap, greedy (%)", yscale="log")
     by_time.set(xlabel="wall-clock hours (sampling + training + validation)")
-    by_time.legend(fontsize=7)
+    if runs:
+        by_time.legend(fontsize=7)
     fig.suptitle(f"{args.study}: SL vs SI WR / WOR / GD (same model and optimizer steps)")
     fig.tight_layout()
     fig.savefig(RESULTS / f"{args.study}.png", dpi=110)

@@ -444,6 +444,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     monkeypatch.setattr(repro, "launch", launch)
     monkeypatch.setattr(repro, "git_commit", lambda: "abc")
     monkeypatch.setattr(repro, "model_sizes", lambda study, source: {})  # not a real file
+    monkeypatch.setattr(repro, "grown_from", lambda source: None)
     with pytest.raises(SystemExit, match="--init"):
         repro.main(["finetune", "--study", "cvrp20"])
     with pytest.raises(SystemExit, match="no such checkpoint"):
@@ -511,7 +512,8 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
 
 def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeypatch) -> None:
     """A checkpoint with more layers than the study's model is fine-tuned at its own size:
-    the sizes are recorded once, passed to nco-train, and the composed model loads init.pt."""
+    the sizes are recorded once, passed to nco-train, and the composed model loads init.pt;
+    the checkpoint it was grown from is recorded with its manifest (to place the curve)."""
     from omegaconf import OmegaConf
 
     from nco import checkpoint, registry
@@ -520,7 +522,11 @@ def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeyp
     model = OmegaConf.to_container(repro.study_config("cvrp20").model, resolve=True) | {"layers": 5}
     problem = OmegaConf.to_container(repro.study_config("cvrp20").problem, resolve=True)
     init = tmp_path / "grown.pt"
-    checkpoint.save(init, registry.build("policy", model, "test"), model, problem)
+    small = tmp_path / "shipped" / "best.pt"
+    small.parent.mkdir()
+    (small.parent / "manifest.json").write_text('{"run": "data/reproduction/cvrp20/wr_s0 (x)"}')
+    meta = {"grown": {"source": str(small)}}
+    checkpoint.save(init, registry.build("policy", model, "test"), model, problem, meta)
     launched = []
 
     def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
@@ -531,7 +537,12 @@ def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeyp
     monkeypatch.setattr(repro, "git_commit", lambda: "abc")
     repro.main(["finetune", "--study", "cvrp20", "--init", str(init), "--epochs", "1"])
     folder = tmp_path / "runs" / "cvrp20" / "finetune"
-    assert repro.json.loads((folder / "finetune.json").read_text())["model"] == {"layers": 5}
+    record = repro.json.loads((folder / "finetune.json").read_text())
+    assert record["model"] == {"layers": 5}
+    assert record["init"]["grown"] == {
+        "source": str(small),
+        "manifest": {"run": "data/reproduction/cvrp20/wr_s0 (x)"},
+    }
     assert "model.layers=5" in launched[-1]
     repro.main(["finetune", "--study", "cvrp20", "--epochs", "2"])  # resumed: same sizes
     assert "model.layers=5" in launched[-1]
@@ -620,7 +631,7 @@ def test_report_draws_a_finetune_from_the_study_run_it_started_from(
     repro.main(["report", "--study", "cvrp20"])
     report = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())
     tune = report["finetunes"]["finetune"]
-    assert tune["start"] == {"from": "wr_s0 epoch 1", "epoch": 2, "hours": 0.0}
+    assert tune["start"] == {"from": "wr_s0 epoch 1", "epoch": 2, "hours": 0.0, "grown": False}
     assert (tune["method"], tune["best_epoch"], tune["best_val_gap"]) == ("gd", 1, 9.0)
     assert (
         "finetune"
@@ -634,6 +645,14 @@ def test_report_draws_a_finetune_from_the_study_run_it_started_from(
     tunes = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["finetunes"]
     assert tunes["finetune-anneal"]["start"]["from"] == "finetune epoch 1"
     assert tunes["finetune-anneal"]["start"]["epoch"] == 4  # after wr_s0's 2 and its 2 epochs
+    grown = runs / "finetune-grown"  # from a file grown out of the shipped one (not in the repo)
+    fake_run(grown, [8.4], "fff")
+    init3 = {"source": "data/generated/grown/x.pt", "manifest": None, "grown": init}
+    (grown / "finetune.json").write_text(repro.json.dumps({**record, "init": init3}))
+    repro.main(["report", "--study", "cvrp20"])
+    tunes = repro.json.loads((tmp_path / "results" / "cvrp20.json").read_text())["finetunes"]
+    start = {"from": "wr_s0 epoch 1", "epoch": 2, "hours": 0.0, "grown": True}
+    assert tunes["finetune-grown"]["start"] == start  # placed after the shipped file's run
     other = tmp_path / "runs" / "tsp50" / "finetune"
     fake_run(other, [5.0, 4.0], "ccc")
     init["manifest"] = None
