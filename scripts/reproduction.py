@@ -40,9 +40,11 @@ gaps and how far they are from Kool et al.'s Attention Model.
 
 `report` writes `data/results/reproduction/<study>.json` (per run: validation gap per epoch,
 wall time per epoch, best gap and its epoch; the test-set gaps `evaluate` wrote, each marked
-stale when the run's best epoch moved after it) and `<study>.png` (gap vs epoch and vs hours),
-and prints the test-set table per arm. `evaluate` decodes each run's `best.pt` greedily and by
-beam search 16 on the study's test set and writes
+stale when the run's best epoch moved after it) and `<study>.png` (gap vs epoch and vs hours;
+below, every fine-tune stage on its own epochs against the AM target), and prints the
+test-set table per arm. `evaluate` decodes each run's `best.pt` greedily and by beam search 16
+on the study's test set (`--decoders` picks some, `--limit` the first instances; results still
+current are kept unless `--force`, so a rerun continues) and writes
 `data/results/reproduction/<study>__<method>_s<seed>__{greedy,beam16}.json`.
 """
 
