@@ -379,7 +379,7 @@ def start_finetune(study: str, name: str, init: str | None, setup: dict) -> None
     source = Path(init).resolve()
     if not source.is_file():
         raise SystemExit(f"--init {init}: no such checkpoint file")
-    sizes, grown = model_sizes(study, source), grown_from(source)
+    sizes, grown = read_init(study, source)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "init.pt")
     text = {
@@ -410,26 +410,22 @@ def manifest_beside(checkpoint_file: Path) -> dict | None:
     return json.loads(beside.read_text()) if beside.is_file() else None
 
 
-def grown_from(source: Path) -> Path | None:
-    """The checkpoint a grown one was made from (its `meta.grown.source`,
-    scripts/grow_checkpoint.py), resolved against the repository; None if not grown."""
-    import torch
-
-    grown = torch.load(source, map_location="cpu", weights_only=True)["meta"].get("grown")
-    if not grown:
-        return None
-    path = Path(grown["source"])
-    return (path if path.is_absolute() else REPO / path).resolve()
-
-
-def model_sizes(study: str, source: Path) -> dict[str, int]:
-    """The sizes (dim, layers, heads, ff_dim) of checkpoint `source` that differ from the
-    study's model: a fine-tune trains the architecture it starts from."""
+def read_init(study: str, source: Path) -> tuple[dict[str, int], Path | None]:
+    """From one (validated) load of checkpoint `source`: its sizes (dim, layers, heads, ff_dim)
+    that differ from the study's model, since a fine-tune trains the architecture it starts
+    from, and the checkpoint it was grown from (`meta.grown.source`, scripts/grow_checkpoint.py,
+    resolved against the repository; None if not grown)."""
     from nco import checkpoint
 
-    model = checkpoint.load(source).model
+    loaded = checkpoint.load(source)
     study_model = study_config(study).model
-    return {k: model[k] for k in SIZES if k in model and model[k] != study_model.get(k)}
+    model = loaded.model
+    sizes = {k: model[k] for k in SIZES if k in model and model[k] != study_model.get(k)}
+    grown = loaded.meta.get("grown")
+    if not grown:
+        return sizes, None
+    path = Path(grown["source"])
+    return sizes, (path if path.is_absolute() else REPO / path).resolve()
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
@@ -781,9 +777,9 @@ def decode_command(
 
 def checkpoint_epoch(path: Path) -> int | None:
     """The training epoch recorded in a best.pt's metadata."""
-    import torch
+    from nco import checkpoint
 
-    return torch.load(path, map_location="cpu", weights_only=True)["meta"].get("epoch")
+    return checkpoint.load(path).meta.get("epoch")
 
 
 def is_current(out: Path, epoch: int | None, limit: int | None) -> bool:

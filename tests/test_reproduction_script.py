@@ -443,8 +443,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
 
     monkeypatch.setattr(repro, "launch", launch)
     monkeypatch.setattr(repro, "git_commit", lambda: "abc")
-    monkeypatch.setattr(repro, "model_sizes", lambda study, source: {})  # not a real file
-    monkeypatch.setattr(repro, "grown_from", lambda source: None)
+    monkeypatch.setattr(repro, "read_init", lambda study, source: ({}, None))  # not a real file
     with pytest.raises(SystemExit, match="--init"):
         repro.main(["finetune", "--study", "cvrp20"])
     with pytest.raises(SystemExit, match="no such checkpoint"):
