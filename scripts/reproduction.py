@@ -13,6 +13,12 @@ most the unfinished epochs: rerunning the same command continues every run from 
 `checkpoints/last.ckpt` with its metrics intact. Each chunk is recorded in `<run>/chunks.jsonl`
 (git commit, epochs, dates), the code version behind every epoch.
 
+`run --from <smaller study>` starts each run from the `best.pt` of the same arm and seed of
+that study (copied to `init.pt`, recorded in `start.json`; SI arms keep its final p_min): the
+size-50 comparison continues the size-20 arms, each with its own trajectory source.
+
+    python scripts/reproduction.py run --study tsp50 --from tsp20 --seeds 0
+
 Methods (everything else equal: model, optimizer steps per epoch, batch size, learning rate):
   sl   imitation of the solver's solutions of fresh random instances (the study's `sl_data`);
   wr   self-improvement, best of beam_width x rounds samples drawn with replacement;
@@ -158,15 +164,66 @@ def run_dir(study: str, method: str, seed: int) -> Path:
 
 
 def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> list[str]:
-    """The `nco.train` overrides of one run; `max_epochs` caps this chunk."""
+    """The `nco.train` overrides of one run; `max_epochs` caps this chunk. A run that continues
+    an arm of a smaller study (`start.json`) starts from its `init.pt` with that arm's final
+    nucleus p_min, as the arm itself would go on, instead of the schedule's first value."""
     spec = STUDIES[study]
+    folder = run_dir(study, method, seed)
     args = [f"experiment={spec.experiment}", *METHODS[method], f"seed={seed}"]
     if method == "sl":
         args.append(f"sl_data={REPO / spec.sl_data}")
-    args += [f"hydra.run.dir={run_dir(study, method, seed)}", "training.progress=false"]
+    start = folder / "start.json"
+    if start.is_file():
+        args.append(f"init_checkpoint={folder / 'init.pt'}")
+        if method in ("wor", "gd"):
+            p_min = json.loads(start.read_text())["p_min"]
+            args += ["training.p_min_schedule=null", f"search.p_min={p_min}"]
+    args += [f"hydra.run.dir={folder}", "training.progress=false"]
     if max_epochs is not None:
         args.append(f"trainer.max_epochs={max_epochs}")
     return args
+
+
+def start_run(study: str, method: str, seed: int, base: str | None) -> None:
+    """Check that a run continues what it started from, or start it from the same arm and seed
+    of the smaller study `base` (None: from scratch): copy that run's `best.pt` to `init.pt`
+    and record its source, digest and epoch and the schedule's final p_min in `start.json`.
+    Continuing the size-20 arms makes a size-50 comparison affordable on a CPU (an SI epoch
+    there costs 270-500 s on one core) while every arm keeps its own trajectory source."""
+    folder = run_dir(study, method, seed)
+    record = folder / "start.json"
+    was = json.loads(record.read_text())["from"] if record.is_file() else None
+    if was != base and (was is not None or epochs_done(folder)):
+        shown = f"--from {was}" if was else "no --from (from scratch)"
+        raise SystemExit(
+            f"{folder}: this run started with {shown}; rerun with that to continue it, or move "
+            f"the folder away to start another"
+        )
+    if base is None or was is not None:
+        return
+    if base == study:
+        raise SystemExit(f"--from {base}: a run cannot continue its own study")
+    source = run_dir(base, method, seed) / "best.pt"
+    if not source.is_file():
+        raise SystemExit(
+            f"{source}: no such checkpoint; train that arm first (python scripts/reproduction.py "
+            f"run --study {base} --methods {method} --seeds {seed})"
+        )
+    sizes, _ = read_init(study, source)
+    if sizes:
+        raise SystemExit(f"{source}: its model sizes {sizes} differ from the {study} study's")
+    schedule = study_config(study).training.p_min_schedule
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, folder / "init.pt")
+    text = {
+        "from": base,
+        "source": shown_path(source),
+        "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+        "epoch": checkpoint_epoch(source),
+        "p_min": schedule[max(schedule, key=int)] if schedule else None,
+        "started": datetime.date.today().isoformat(),
+    }
+    record.write_text(json.dumps(text, indent=1) + "\n")
 
 
 def epochs_done(folder: Path) -> int:
@@ -266,6 +323,8 @@ def cmd_run(args: argparse.Namespace) -> None:
         )
     total = target_epochs(args.study)
     runs = [(m, s) for s in args.seeds for m in args.methods]
+    for m, s in runs:
+        start_run(args.study, m, s, args.base)
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.parallel)
     deadline = time.monotonic() + args.max_wall if args.max_wall else None
     # `kill <pid>` ends the driver through the finally below, which stops its chunks too
@@ -865,13 +924,22 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     if not record.is_file():
         seed = int(name.rsplit("_s", 1)[1])
         args = shown_args(train_args(study, method, seed, None))
-        return {
+        told = {
             "training": per_epoch,
             "command": f"python scripts/reproduction.py run --study {study} --seeds {seed} "
             f"(run {name}: nco-train {' '.join(args)})",
             "run": f"data/reproduction/{study}/{name} "
             "(metrics.csv; chunks.jsonl: commit per chunk)",
         }
+        start = folder / "start.json"
+        if start.is_file():
+            base = json.loads(start.read_text())
+            told["training"] = (
+                f"continues {base['source']} (epoch {base['epoch']}) with {per_epoch}"
+            )
+            told["command"] = told["command"].replace(" --seeds", f" --from {base['from']} --seeds")
+            told["init"] = {"source": base["source"], "sha256": base["sha256"]}
+        return told
     tune = json.loads(record.read_text())
     setup, init = tune["setup"], tune["init"]
     args = shown_args(finetune_args(study, setup, name))
@@ -1022,6 +1090,13 @@ def main(argv: list[str] | None = None) -> None:
         "--threads", type=int, default=None, help="torch threads per run (default: cores/parallel)"
     )
     run.add_argument("--max-wall", type=float, default=None, help="stop after this many seconds")
+    run.add_argument(
+        "--from",
+        dest="base",
+        choices=STUDIES,
+        default=None,
+        help="start each run from the best.pt of the same arm and seed of this (smaller) study",
+    )
     tune = sub.add_parser(
         "finetune", help="fine-tune a checkpoint at the paper's training ratio (resumable)"
     )

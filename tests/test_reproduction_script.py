@@ -509,6 +509,61 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert big["setup"]["batches_per_epoch"] == 128  # the paper's 1,024 per instance, 128 each
 
 
+def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`run --from tsp20` copies each arm's TSP20 best.pt to init.pt, records its source, digest
+    and epoch, starts from it with the arm's final p_min (WR has none), and names the start in
+    the provenance; a rerun that changes the start, or a missing arm, is refused."""
+    import json
+
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    for arm in ("gd_s0", "wr_s0"):
+        (tmp_path / "tsp20" / arm).mkdir(parents=True)
+        (tmp_path / "tsp20" / arm / "best.pt").write_bytes(arm.encode())
+    monkeypatch.setattr(repro, "read_init", lambda study, source: ({}, None))  # not real files
+    monkeypatch.setattr(repro, "checkpoint_epoch", lambda path: 57)
+    monkeypatch.setattr(repro, "target_epochs", lambda study: 2)
+    monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    monkeypatch.setattr(repro.time, "sleep", lambda seconds: None)
+    launched: dict[str, list[str]] = {}
+
+    def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
+        launched[folder.name] = args
+        return FakeTrain(folder, [5.0, 4.0])
+
+    monkeypatch.setattr(repro, "launch", launch)
+    run = ["run", "--study", "tsp50", "--methods", "gd", "wr", "--seeds", "0"]
+    repro.main([*run, "--from", "tsp20"])
+    for arm in ("gd_s0", "wr_s0"):
+        folder = tmp_path / "tsp50" / arm
+        assert (folder / "init.pt").read_bytes() == arm.encode()
+        start = json.loads((folder / "start.json").read_text())
+        assert (start["from"], start["epoch"], start["p_min"]) == ("tsp20", 57, 0.95)
+        assert start["sha256"] == repro.hashlib.sha256(arm.encode()).hexdigest()
+        assert f"init_checkpoint={folder / 'init.pt'}" in launched[arm]
+    assert not any(a.startswith("search.p_min") for a in launched["wr_s0"])
+    gd = [a for a in launched["gd_s0"] if not a.startswith(("hydra.", "init_checkpoint"))]
+    cfg = compose_train(gd, tmp_path, tiny=False)
+    assert cfg.search.p_min == 0.95 and cfg.training.p_min_schedule is None
+    assert cfg.search["update"] == "global"
+    train = {"instances_per_epoch": 64, "batches_per_epoch": 256, "batch_size": 256, "lr": 5e-4}
+    told = repro.provenance("tsp50", "gd_s0", train, 1.0)
+    assert told["training"].startswith(f"continues {tmp_path / 'tsp20/gd_s0/best.pt'} (epoch 57)")
+    assert "run --study tsp50 --from tsp20 --seeds 0" in told["command"]
+    assert told["init"]["sha256"] == repro.hashlib.sha256(b"gd_s0").hexdigest()
+    with pytest.raises(SystemExit, match="gd_s0: this run started with --from tsp20"):
+        repro.main(run)
+    FakeTrain(tmp_path / "cvrp50" / "gd_s0", [9.0])  # a run from scratch
+    scratch = ["run", "--study", "cvrp50", "--methods", "gd", "--seeds", "0", "--from", "cvrp20"]
+    with pytest.raises(SystemExit, match=r"started with no --from \(from scratch\)"):
+        repro.main(scratch)
+    missing = ["run", "--study", "cvrp50", "--methods", "wor", "--seeds", "1", "--from", "cvrp20"]
+    with pytest.raises(SystemExit, match="best.pt: no such checkpoint; train that arm first"):
+        repro.main(missing)
+    assert sorted(launched) == ["gd_s0", "wr_s0"]
+
+
 def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeypatch) -> None:
     """A checkpoint with more layers than the study's model is fine-tuned at its own size:
     the sizes are recorded once, passed to nco-train, and the composed model loads init.pt;
