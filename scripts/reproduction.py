@@ -756,6 +756,16 @@ def cmd_report(args: argparse.Namespace) -> None:
     """Results JSON, the two-panel learning-curve PNG and the test-set table of a study."""
     folders = sorted(p for p in (RUNS / args.study).glob("*_s*") if (p / "logs").is_dir())
     runs = {p.name: read_run(p) for p in folders}
+    bases = set()
+    for p in folders:  # runs that continue an arm of a smaller study (run --from)
+        if (p / "start.json").is_file():
+            base = json.loads((p / "start.json").read_text())
+            bases.add(base["from"])
+            runs[p.name]["start"] = {
+                "from": f"{base['from']} {p.name} epoch {base['epoch']}",
+                "epoch": 0,
+                "hours": 0.0,
+            }
     tunes = read_finetunes(args.study, runs)
     if not runs and not tunes:
         raise SystemExit(f"{RUNS / args.study}: no runs yet")
@@ -801,13 +811,19 @@ def cmd_report(args: argparse.Namespace) -> None:
             lw=1.2,
             label=f"{method.upper()} seed {seed}",
         )
-        by_epoch.plot(r["epochs"], r["val_gap"], **style)
-        by_time.plot(r["hours"], r["val_gap"], **style)
+        epochs, hours, gaps = r["epochs"], r["hours"], r["val_gap"]
+        if "start" in r and r["initial_val_gap"] is not None:  # continued: its start at -1
+            epochs, hours, gaps = [-1, *epochs], [0.0, *hours], [r["initial_val_gap"], *gaps]
+        by_epoch.plot(epochs, gaps, **style)
+        by_time.plot(hours, gaps, **style)
     by_epoch.set(xlabel="epoch", ylabel="validation gap, greedy (%)", yscale="log")
     by_time.set(xlabel="wall-clock hours (sampling + training + validation)")
     if runs:
         by_time.legend(fontsize=7)
-    fig.suptitle(f"{args.study}: SL vs SI WR / WOR / GD (same model and optimizer steps)")
+    continued = f", each run continuing its {' / '.join(sorted(bases))} arm" if bases else ""
+    fig.suptitle(
+        f"{args.study}: SL vs SI WR / WOR / GD (same model and optimizer steps){continued}"
+    )
     fig.tight_layout()
     fig.savefig(RESULTS / f"{args.study}.png", dpi=110)
     for name, r in [*runs.items(), *tunes.items()]:

@@ -552,6 +552,11 @@ def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
     assert told["training"].startswith(f"continues {tmp_path / 'tsp20/gd_s0/best.pt'} (epoch 57)")
     assert "run --study tsp50 --from tsp20 --seeds 0" in told["command"]
     assert told["init"]["sha256"] == repro.hashlib.sha256(b"gd_s0").hexdigest()
+    monkeypatch.setattr(repro, "RESULTS", tmp_path / "results")
+    repro.main(["report", "--study", "tsp50"])
+    report = json.loads((tmp_path / "results" / "tsp50.json").read_text())
+    assert report["runs"]["gd_s0"]["start"]["from"] == "tsp20 gd_s0 epoch 57"
+    assert (tmp_path / "results" / "tsp50.png").is_file()
     with pytest.raises(SystemExit, match="gd_s0: this run started with --from tsp20"):
         repro.main(run)
     FakeTrain(tmp_path / "cvrp50" / "gd_s0", [9.0])  # a run from scratch
