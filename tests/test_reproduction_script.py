@@ -542,10 +542,12 @@ def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
         assert (start["from"], start["epoch"], start["p_min"]) == ("tsp20", 57, 0.95)
         assert start["sha256"] == repro.hashlib.sha256(arm.encode()).hexdigest()
         assert f"init_checkpoint={folder / 'init.pt'}" in launched[arm]
+        assert "training.lr=0.0001" in launched[arm]
     assert not any(a.startswith("search.p_min") for a in launched["wr_s0"])
     gd = [a for a in launched["gd_s0"] if not a.startswith(("hydra.", "init_checkpoint"))]
     cfg = compose_train(gd, tmp_path, tiny=False)
     assert cfg.search.p_min == 0.95 and cfg.training.p_min_schedule is None
+    assert cfg.training.lr == 1e-4 and cfg.training.batches_per_epoch == 256
     assert cfg.search["update"] == "global"
     train = {"instances_per_epoch": 64, "batches_per_epoch": 256, "batch_size": 256, "lr": 5e-4}
     told = repro.provenance("tsp50", "gd_s0", train, 1.0)
