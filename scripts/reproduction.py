@@ -174,9 +174,8 @@ def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> li
     args = [f"experiment={spec.experiment}", *METHODS[method], f"seed={seed}"]
     if method == "sl":
         args.append(f"sl_data={REPO / spec.sl_data}")
-    start = folder / "start.json"
-    if start.is_file():
-        base = json.loads(start.read_text())
+    base = run_start(folder)
+    if base is not None:
         args += [f"init_checkpoint={folder / 'init.pt'}", f"training.lr={base['lr']}"]
         if method in ("wor", "gd"):
             args += ["training.p_min_schedule=null", f"search.p_min={base['p_min']}"]
@@ -184,6 +183,12 @@ def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> li
     if max_epochs is not None:
         args.append(f"trainer.max_epochs={max_epochs}")
     return args
+
+
+def run_start(folder: Path) -> dict | None:
+    """The `start.json` of a run that continues an arm of a smaller study (None otherwise)."""
+    record = folder / "start.json"
+    return json.loads(record.read_text()) if record.is_file() else None
 
 
 def start_run(study: str, method: str, seed: int, base: str | None) -> None:
@@ -194,8 +199,8 @@ def start_run(study: str, method: str, seed: int, base: str | None) -> None:
     Continuing the size-20 arms makes a size-50 comparison affordable on a CPU (an SI epoch
     there costs 270-500 s on one core) while every arm keeps its own trajectory source."""
     folder = run_dir(study, method, seed)
-    record = folder / "start.json"
-    was = json.loads(record.read_text())["from"] if record.is_file() else None
+    started = run_start(folder)
+    was = started["from"] if started else None
     if was != base and (was is not None or epochs_done(folder)):
         shown = f"--from {was}" if was else "no --from (from scratch)"
         raise SystemExit(
@@ -212,9 +217,9 @@ def start_run(study: str, method: str, seed: int, base: str | None) -> None:
             f"{source}: no such checkpoint; train that arm first (python scripts/reproduction.py "
             f"run --study {base} --methods {method} --seeds {seed})"
         )
-    sizes, _ = read_init(study, source)
-    if sizes:
-        raise SystemExit(f"{source}: its model sizes {sizes} differ from the {study} study's")
+    init = read_init(study, source)
+    if init.sizes:
+        raise SystemExit(f"{source}: its model sizes {init.sizes} differ from the {study} study's")
     schedule = study_config(study).training.p_min_schedule
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "init.pt")
@@ -222,12 +227,12 @@ def start_run(study: str, method: str, seed: int, base: str | None) -> None:
         "from": base,
         "source": shown_path(source),
         "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
-        "epoch": checkpoint_epoch(source),
+        "epoch": init.epoch,
         "p_min": schedule[max(schedule, key=int)] if schedule else None,
         "lr": FINETUNE_LR,
         "started": datetime.date.today().isoformat(),
     }
-    record.write_text(json.dumps(text, indent=1) + "\n")
+    (folder / "start.json").write_text(json.dumps(text, indent=1) + "\n")
 
 
 def epochs_done(folder: Path) -> int:
@@ -442,7 +447,7 @@ def start_finetune(study: str, name: str, init: str | None, setup: dict) -> None
     source = Path(init).resolve()
     if not source.is_file():
         raise SystemExit(f"--init {init}: no such checkpoint file")
-    sizes, grown = read_init(study, source)
+    sizes, grown, _ = read_init(study, source)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "init.pt")
     text = {
@@ -473,11 +478,18 @@ def manifest_beside(checkpoint_file: Path) -> dict | None:
     return json.loads(beside.read_text()) if beside.is_file() else None
 
 
-def read_init(study: str, source: Path) -> tuple[dict[str, int], Path | None]:
-    """From one (validated) load of checkpoint `source`: its sizes (dim, layers, heads, ff_dim)
-    that differ from the study's model, since a fine-tune trains the architecture it starts
-    from, and the checkpoint it was grown from (`meta.grown.source`, scripts/grow_checkpoint.py,
-    resolved against the repository; None if not grown)."""
+class Init(NamedTuple):
+    """What a run or fine-tune needs to know of the checkpoint it starts from."""
+
+    sizes: dict[str, int]  # dim, layers, heads, ff_dim where they differ from the study's model
+    grown: Path | None  # the checkpoint it was grown from (scripts/grow_checkpoint.py), if any
+    epoch: int | None  # the training epoch its metadata records
+
+
+def read_init(study: str, source: Path) -> Init:
+    """From one (validated) load of checkpoint `source`: its sizes that differ from the study's
+    model, since a fine-tune trains the architecture it starts from, the checkpoint it was
+    grown from (`meta.grown.source`, resolved against the repository), and its epoch."""
     from nco import checkpoint
 
     loaded = checkpoint.load(source)
@@ -485,10 +497,10 @@ def read_init(study: str, source: Path) -> tuple[dict[str, int], Path | None]:
     model = loaded.model
     sizes = {k: model[k] for k in SIZES if k in model and model[k] != study_model.get(k)}
     grown = loaded.meta.get("grown")
-    if not grown:
-        return sizes, None
-    path = Path(grown["source"])
-    return sizes, (path if path.is_absolute() else REPO / path).resolve()
+    if grown:
+        path = Path(grown["source"])
+        grown = (path if path.is_absolute() else REPO / path).resolve()
+    return Init(sizes, grown or None, loaded.meta.get("epoch"))
 
 
 def cmd_finetune(args: argparse.Namespace) -> None:
@@ -762,8 +774,8 @@ def cmd_report(args: argparse.Namespace) -> None:
     runs = {p.name: read_run(p) for p in folders}
     bases = set()
     for p in folders:  # runs that continue an arm of a smaller study (run --from)
-        if (p / "start.json").is_file():
-            base = json.loads((p / "start.json").read_text())
+        base = run_start(p)
+        if base is not None:
             bases.add(base["from"])
             runs[p.name]["start"] = {
                 "from": f"{base['from']} {p.name} epoch {base['epoch']}",
@@ -951,9 +963,8 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
             "run": f"data/reproduction/{study}/{name} "
             "(metrics.csv; chunks.jsonl: commit per chunk)",
         }
-        start = folder / "start.json"
-        if start.is_file():
-            base = json.loads(start.read_text())
+        base = run_start(folder)
+        if base is not None:
             told["training"] = (
                 f"continues {base['source']} (epoch {base['epoch']}) with {per_epoch}"
             )

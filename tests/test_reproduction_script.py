@@ -443,7 +443,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
 
     monkeypatch.setattr(repro, "launch", launch)
     monkeypatch.setattr(repro, "git_commit", lambda: "abc")
-    monkeypatch.setattr(repro, "read_init", lambda study, source: ({}, None))  # not a real file
+    monkeypatch.setattr(repro, "read_init", lambda study, source: repro.Init({}, None, 62))
     with pytest.raises(SystemExit, match="--init"):
         repro.main(["finetune", "--study", "cvrp20"])
     with pytest.raises(SystemExit, match="no such checkpoint"):
@@ -521,8 +521,7 @@ def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
     for arm in ("gd_s0", "wr_s0"):
         (tmp_path / "tsp20" / arm).mkdir(parents=True)
         (tmp_path / "tsp20" / arm / "best.pt").write_bytes(arm.encode())
-    monkeypatch.setattr(repro, "read_init", lambda study, source: ({}, None))  # not real files
-    monkeypatch.setattr(repro, "checkpoint_epoch", lambda path: 57)
+    monkeypatch.setattr(repro, "read_init", lambda study, source: repro.Init({}, None, 57))
     monkeypatch.setattr(repro, "target_epochs", lambda study: 2)
     monkeypatch.setattr(repro, "git_commit", lambda: "abc")
     monkeypatch.setattr(repro.time, "sleep", lambda seconds: None)
