@@ -127,6 +127,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         lr_decay=float(tcfg.get("lr_decay", 1.0)),
         ema_decay=None if tcfg.get("ema_decay") is None else float(tcfg.ema_decay),
         warmup_steps=int(tcfg.get("warmup_steps", 0)),
+        lr_decay_from=int(tcfg.get("lr_decay_from", 0)),
     )
     meta = {
         "mode": cfg.mode,

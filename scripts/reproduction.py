@@ -20,6 +20,11 @@ arms, each with its own trajectory source.
 
     python scripts/reproduction.py run --study tsp50 --from tsp20 --seeds 0
 
+`run --lr-decay 0.95 --decay-from 4` puts every run of the study on one decaying learning rate:
+lr x 0.95 per epoch from epoch 4 on, whatever epoch each run has reached (epochs before 4 train
+at the constant rate). It is recorded in `<study>/schedule.json` and applies to every later
+chunk; a rerun that names another schedule is refused.
+
 Methods (everything else equal: model, optimizer steps per epoch, batch size, learning rate):
   sl   imitation of the solver's solutions of fresh random instances (the study's `sl_data`);
   wr   self-improvement, best of beam_width x rounds samples drawn with replacement;
@@ -179,10 +184,49 @@ def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> li
         args += [f"init_checkpoint={folder / 'init.pt'}", f"training.lr={base['lr']}"]
         if method in ("wor", "gd"):
             args += ["training.p_min_schedule=null", f"search.p_min={base['p_min']}"]
+    schedule = study_schedule(study)
+    if schedule is not None:
+        args += [
+            f"training.lr_decay={schedule['lr_decay']}",
+            f"training.lr_decay_from={schedule['from_epoch']}",
+        ]
     args += [f"hydra.run.dir={folder}", "training.progress=false"]
     if max_epochs is not None:
         args.append(f"trainer.max_epochs={max_epochs}")
     return args
+
+
+def study_schedule(study: str) -> dict | None:
+    """The study's common decaying learning rate (`schedule.json`), None while constant."""
+    record = RUNS / study / "schedule.json"
+    return json.loads(record.read_text()) if record.is_file() else None
+
+
+def set_schedule(study: str, decay: float | None, from_epoch: int | None) -> None:
+    """Record the study's decaying learning rate on first use (every run then decays by the
+    same factor per epoch from the same epoch); refuse one that differs from the record.
+    The size-50 comparison trains flat at a constant rate, and the fine-tunes fell only while
+    their rate decayed (docs/reproduction.md), hence one schedule for all arms mid-study."""
+    if decay is None and from_epoch is None:
+        return
+    if decay is None or from_epoch is None:
+        raise SystemExit("run: give --lr-decay and --decay-from together")
+    if not 0 < decay < 1 or from_epoch < 0:
+        raise SystemExit(
+            f"run: expected 0 < --lr-decay < 1 and --decay-from >= 0, got {decay}, {from_epoch}"
+        )
+    was = study_schedule(study)
+    record = RUNS / study / "schedule.json"
+    if was is not None:
+        if (was["lr_decay"], was["from_epoch"]) != (decay, from_epoch):
+            raise SystemExit(
+                f"{record}: this study decays its learning rate by {was['lr_decay']} per epoch "
+                f"from epoch {was['from_epoch']}; rerun with those values (or none) to continue"
+            )
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    text = {"lr_decay": decay, "from_epoch": from_epoch, "set": datetime.date.today().isoformat()}
+    record.write_text(json.dumps(text, indent=1) + "\n")
 
 
 def run_start(folder: Path) -> dict | None:
@@ -331,6 +375,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             f"  python scripts/make_expert_data.py {spec.expert} --out {spec.sl_data}"
         )
     total = target_epochs(args.study)
+    set_schedule(args.study, args.lr_decay, args.decay_from)
     runs = [(m, s) for s in args.seeds for m in args.methods]
     for m, s in runs:
         start_run(args.study, m, s, args.base)
@@ -792,7 +837,9 @@ def cmd_report(args: argparse.Namespace) -> None:
     tests = read_tests(args.study, runs)
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{args.study}.json"
-    study = {"study": args.study, **spec._asdict(), "runs": runs, "test": tests, "finetunes": tunes}
+    schedule = study_schedule(args.study)
+    study = {"study": args.study, **spec._asdict(), "schedule": schedule, "runs": runs}
+    study |= {"test": tests, "finetunes": tunes}
     out.write_text(json.dumps(study, indent=1))
     fig = plt.figure(figsize=(11, 7.2 if tunes else 3.6))
     grid = fig.add_gridspec(2 if tunes else 1, 2, height_ratios=[1, 1] if tunes else [1])
@@ -833,6 +880,16 @@ def cmd_report(args: argparse.Namespace) -> None:
         by_epoch.plot(epochs, gaps, **style)
         by_time.plot(hours, gaps, **style)
     by_epoch.set(xlabel="epoch", ylabel="validation gap, greedy (%)", yscale="log")
+    if schedule is not None:
+        by_epoch.axvline(schedule["from_epoch"], color="gray", ls=":", lw=0.8)
+        by_epoch.text(
+            schedule["from_epoch"],
+            1.0,
+            f" lr x {schedule['lr_decay']} per epoch",
+            transform=by_epoch.get_xaxis_transform(),
+            fontsize=7,
+            va="top",
+        )
     by_time.set(xlabel="wall-clock hours (sampling + training + validation)")
     if runs:
         by_time.legend(fontsize=7)
@@ -970,6 +1027,15 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
             )
             told["command"] = told["command"].replace(" --seeds", f" --from {base['from']} --seeds")
             told["init"] = {"source": base["source"], "sha256": base["sha256"]}
+        schedule = study_schedule(study)
+        if schedule is not None:
+            told["training"] += f", x {schedule['lr_decay']} per epoch from epoch "
+            told["training"] += str(schedule["from_epoch"])
+            told["command"] = told["command"].replace(
+                " --seeds",
+                f" --lr-decay {schedule['lr_decay']} --decay-from {schedule['from_epoch']} --seeds",
+                1,
+            )
         return told
     tune = json.loads(record.read_text())
     setup, init = tune["setup"], tune["init"]
@@ -1127,6 +1193,12 @@ def main(argv: list[str] | None = None) -> None:
         choices=STUDIES,
         default=None,
         help="start each run from the best.pt of the same arm and seed of this (smaller) study",
+    )
+    run.add_argument(
+        "--lr-decay", type=float, default=None, help="the study's lr factor per epoch (recorded)"
+    )
+    run.add_argument(
+        "--decay-from", type=int, default=None, help="first epoch of --lr-decay (recorded)"
     )
     tune = sub.add_parser(
         "finetune", help="fine-tune a checkpoint at the paper's training ratio (resumable)"

@@ -570,6 +570,53 @@ def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
     assert sorted(launched) == ["gd_s0", "wr_s0"]
 
 
+def test_a_study_schedule_decays_every_run_from_one_epoch(tmp_path: Path, monkeypatch) -> None:
+    """`run --lr-decay --decay-from` is recorded once for the study; every later chunk of every
+    run trains with it (also a rerun without the flags), nco-train composes it, the provenance
+    and report name it, and a rerun with another schedule or half of one is refused."""
+    import json
+
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    length = [1]  # the study's epochs: one at the constant rate, then one more
+    monkeypatch.setattr(repro, "target_epochs", lambda study: length[0])
+    monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    monkeypatch.setattr(repro.time, "sleep", lambda seconds: None)
+    launched: list[list[str]] = []
+
+    def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
+        launched.append(args)
+        return FakeTrain(folder, [5.0, 4.0][: len(launched)])
+
+    monkeypatch.setattr(repro, "launch", launch)
+    run = ["run", "--study", "tsp20", "--methods", "wor", "--seeds", "0", "--turn-epochs", "1"]
+    repro.main(run)
+    assert not any("lr_decay" in a for a in launched[0])
+    length[0] = 2
+    with pytest.raises(SystemExit, match="together"):
+        repro.main([*run, "--lr-decay", "0.9"])
+    repro.main([*run, "--lr-decay", "0.9", "--decay-from", "1"])
+    assert json.loads((tmp_path / "tsp20" / "schedule.json").read_text())["from_epoch"] == 1
+    assert ["training.lr_decay=0.9", "training.lr_decay_from=1"] == [
+        a for a in launched[1] if "lr_decay" in a
+    ]
+    overrides = [a for a in launched[1] if not a.startswith("hydra.")]
+    cfg = compose_train(overrides, tmp_path, tiny=False)
+    assert (cfg.training.lr_decay, cfg.training.lr_decay_from) == (0.9, 1)
+    assert "training.lr_decay_from=1" in repro.train_args("tsp20", "sl", 1, None)  # every arm
+    repro.main(run)  # a rerun without the flags keeps the schedule (here: nothing left to do)
+    assert len(launched) == 2
+    with pytest.raises(SystemExit, match="decays its learning rate by 0.9 per epoch from epoch 1"):
+        repro.main([*run, "--lr-decay", "0.95", "--decay-from", "1"])
+    train = {"instances_per_epoch": 128, "batches_per_epoch": 100, "batch_size": 256, "lr": 5e-4}
+    told = repro.provenance("tsp20", "wor_s0", train, 1.0)
+    assert told["training"].endswith("x 0.9 per epoch from epoch 1")
+    assert "run --study tsp20 --lr-decay 0.9 --decay-from 1 --seeds 0" in told["command"]
+    monkeypatch.setattr(repro, "RESULTS", tmp_path / "results")
+    repro.main(["report", "--study", "tsp20"])
+    report = json.loads((tmp_path / "results" / "tsp20.json").read_text())
+    assert report["schedule"]["lr_decay"] == 0.9
+
+
 def test_finetune_of_a_grown_checkpoint_trains_its_sizes(tmp_path: Path, monkeypatch) -> None:
     """A checkpoint with more layers than the study's model is fine-tuned at its own size:
     the sizes are recorded once, passed to nco-train, and the composed model loads init.pt;

@@ -29,7 +29,10 @@ class SelfImprovementModule(L.LightningModule):
     An env method `validation_metrics(objective) -> {name: value}` adds `val/<name>` metrics
     (Gomoku: wins, draws, losses). With `stop_objective` set, training stops after the first
     validation whose mean objective reaches it. `lr_decay` multiplies the learning rate after
-    every epoch (the authors' code's per-epoch `decay_factor`; 1 keeps it constant as the paper).
+    every epoch from epoch `lr_decay_from` on (the authors' code's per-epoch `decay_factor`; 1
+    keeps it constant as the paper); the rate is set before every step from the epoch and step
+    counters, so a run resumed from any checkpoint, one of a constant-rate run included, trains
+    at the schedule's rate (a study can switch its arms to one decaying schedule mid-way).
     `warmup_steps` (0 in the paper) raises the learning rate linearly over the first optimizer
     steps, so that a fine-tune's fresh Adam moments do not start with full-size steps. Measured
     on a TSP20 -> TSP50 fine-tune, the gap's rise over the first epochs was the same with and
@@ -51,6 +54,7 @@ class SelfImprovementModule(L.LightningModule):
         lr_decay: float = 1.0,
         ema_decay: float | None = None,
         warmup_steps: int = 0,
+        lr_decay_from: int = 0,
     ) -> None:
         super().__init__()
         if lr <= 0:
@@ -63,7 +67,10 @@ class SelfImprovementModule(L.LightningModule):
             )
         if warmup_steps < 0:
             raise ValueError(f"training config: expected warmup_steps >= 0, got {warmup_steps}.")
+        if lr_decay_from < 0:
+            raise ValueError(f"training config: expected lr_decay_from >= 0, got {lr_decay_from}.")
         self.lr_decay = lr_decay
+        self.lr_decay_from = lr_decay_from
         self.warmup_steps = warmup_steps
         self.stop_objective = stop_objective
         self.policy = policy
@@ -111,28 +118,37 @@ class SelfImprovementModule(L.LightningModule):
             self.ema.update_parameters(self.policy)
 
     def configure_optimizers(self) -> Any:
-        """Adam on the trained policy only; with `lr_decay` < 1 an epoch-wise exponential decay,
-        with `warmup_steps` one per-step factor (warmup times the epoch's decay), and no
-        scheduler otherwise, so checkpoints of constant-lr runs resume without scheduler state."""
-        adam = torch.optim.Adam(self.policy.parameters(), lr=self.lr)
-        if self.warmup_steps:
-            schedule = torch.optim.lr_scheduler.LambdaLR(adam, self._lr_factor)
-            return {"optimizer": adam, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
-        if self.lr_decay == 1:
-            return adam
-        decay = torch.optim.lr_scheduler.ExponentialLR(adam, gamma=self.lr_decay)
-        return {"optimizer": adam, "lr_scheduler": {"scheduler": decay, "interval": "epoch"}}
+        """Adam on the trained policy only. The learning rate's schedule (warmup, decay) is no
+        torch scheduler but set before each step (`on_train_batch_start`): a scheduler's state
+        lives in the checkpoint, so a run resumed from a constant-rate checkpoint would restart
+        its counters."""
+        return torch.optim.Adam(self.policy.parameters(), lr=self.lr)
 
-    def _lr_factor(self, step: int) -> float:
-        """The learning rate's factor at optimizer step `step` (counted from 0) with warmup:
-        linear up to 1 over `warmup_steps`, times `lr_decay` per epoch completed before it."""
-        epoch = step // self.trainer.num_training_batches  # 0 before the loader is set up (inf)
-        return min(1.0, (step + 1) / self.warmup_steps) * self.lr_decay ** int(epoch)
+    def lr_factor(self, step: int, epoch: int) -> float:
+        """The learning rate's factor at optimizer step `step` (counted from 0) of `epoch`:
+        linear up to 1 over `warmup_steps`, times `lr_decay` per epoch completed since
+        `lr_decay_from`."""
+        warmup = min(1.0, (step + 1) / self.warmup_steps) if self.warmup_steps else 1.0
+        return warmup * self.lr_decay ** max(0, epoch - self.lr_decay_from)
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether the learning rate follows a schedule (else Adam keeps `lr` throughout)."""
+        return self.lr_decay != 1 or self.warmup_steps > 0
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        """Set the step's learning rate from the schedule."""
+        if self.scheduled:
+            lr = self.lr * self.lr_factor(self.trainer.global_step, self.current_epoch)
+            for group in self.optimizers().param_groups:
+                group["lr"] = lr
 
     def on_train_epoch_start(self) -> None:
         self._clock["train"] = time.perf_counter()
-        if self.lr_decay != 1 or self.warmup_steps:
-            self._clock["lr"] = float(self.optimizers().param_groups[0]["lr"])
+        if self.scheduled:  # the rate of the epoch's first step, logged as train/lr
+            self._clock["lr"] = self.lr * self.lr_factor(
+                self.trainer.global_step, self.current_epoch
+            )
 
     def on_validation_epoch_start(self) -> None:
         if "train" in self._clock and not self.trainer.sanity_checking:

@@ -111,23 +111,6 @@ def test_resume_continues_where_it_stopped(tiny_cfg) -> None:
     assert resumed.best_objective == pytest.approx(full.best_objective)
 
 
-def test_lr_decay_shrinks_the_rate_each_epoch_and_resumes_decayed(tiny_cfg) -> None:
-    """lr_decay 0.5: epochs train at lr, lr/2, lr/4 (logged as train/lr), and a run resumed
-    after one epoch goes on from the decayed rate with the same weights as a straight run."""
-    decay = ["training.lr=1e-3", "training.lr_decay=0.5", "trainer.max_epochs=3"]
-    cfg = tiny_cfg(*decay)
-    full, _ = fit(cfg, Recorder())
-    with open(Path(cfg.out_dir) / "logs" / "metrics.csv") as f:
-        lrs = [float(r["train/lr"]) for r in csv.DictReader(f) if r.get("train/lr")]
-    assert lrs == pytest.approx([1e-3, 5e-4, 2.5e-4])
-    first_cfg = tiny_cfg(*decay[:2], "trainer.max_epochs=1")
-    fit(first_cfg, Recorder())
-    last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
-    resumed, _ = fit(tiny_cfg(*decay, f"ckpt_path={last}"), Recorder())
-    assert resumed.optimizers().param_groups[0]["lr"] == pytest.approx(1.25e-4)
-    assert same_weights(resumed.policy, full.policy)
-
-
 class StepRates(L.Callback):
     """Records the learning rate of every optimizer step."""
 
@@ -136,6 +119,54 @@ class StepRates(L.Callback):
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         self.rates.append(float(optimizer.param_groups[0]["lr"]))
+
+
+def test_lr_decay_shrinks_the_rate_each_epoch_and_resumes_decayed(tiny_cfg) -> None:
+    """lr_decay 0.5: epochs train at lr, lr/2, lr/4 (logged as train/lr), and a run resumed
+    after one epoch goes on from the decayed rate with the same weights as a straight run."""
+    decay = ["training.lr=1e-3", "training.lr_decay=0.5", "trainer.max_epochs=3"]
+    cfg = tiny_cfg(*decay)
+    full, _ = fit(cfg, Recorder())
+    assert logged_rates(cfg) == pytest.approx([1e-3, 5e-4, 2.5e-4])
+    first_cfg = tiny_cfg(*decay[:2], "trainer.max_epochs=1")
+    fit(first_cfg, Recorder())
+    last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
+    resumed_cfg = tiny_cfg(*decay, f"ckpt_path={last}")
+    resumed, _ = fit(resumed_cfg, Recorder())
+    assert logged_rates(resumed_cfg) == pytest.approx([5e-4, 2.5e-4])  # epochs 1 and 2
+    assert same_weights(resumed.policy, full.policy)
+
+
+def logged_rates(cfg) -> list[float]:
+    """The `train/lr` of every epoch in a run's metrics.csv."""
+    with open(Path(cfg.out_dir) / "logs" / "metrics.csv") as f:
+        return [float(r["train/lr"]) for r in csv.DictReader(f) if r.get("train/lr")]
+
+
+def test_decay_from_a_later_epoch_also_after_resuming_a_constant_rate_run(tiny_cfg) -> None:
+    """lr_decay 0.5 from epoch 1: epochs train at lr, lr, lr/2, lr/4. A run trained one epoch
+    at the constant rate (a checkpoint without any schedule) and resumed with that schedule
+    trains its later epochs at the same rates, step for step, as the straight run, and ends
+    with the same weights."""
+    decay = ["training.lr=1e-3", "training.lr_decay=0.5", "training.lr_decay_from=1"]
+    cfg = tiny_cfg(*decay, "trainer.max_epochs=4")
+    trainer, straight, dm = build(cfg)
+    rates = StepRates()
+    trainer.callbacks.append(rates)
+    trainer.fit(straight, datamodule=dm)
+    per_epoch = len(rates.rates) // 4
+    lr = 1e-3
+    expected = [r for r in (lr, lr, lr / 2, lr / 4) for _ in range(per_epoch)]
+    assert rates.rates == pytest.approx(expected)
+    first_cfg = tiny_cfg("training.lr=1e-3", "trainer.max_epochs=1")  # constant, no schedule
+    fit(first_cfg, Recorder())
+    last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
+    trainer, resumed, dm = build(tiny_cfg(*decay, "trainer.max_epochs=4", f"ckpt_path={last}"))
+    rates = StepRates()
+    trainer.callbacks.append(rates)
+    trainer.fit(resumed, datamodule=dm, ckpt_path=last)
+    assert rates.rates == pytest.approx(expected[per_epoch:])
+    assert same_weights(resumed.policy, straight.policy)
 
 
 def test_warmup_rises_linearly_then_decays_per_epoch_and_resumes(tiny_cfg) -> None:
@@ -170,6 +201,8 @@ def test_negative_warmup_is_refused(tiny_cfg) -> None:
 def test_lr_decay_outside_zero_to_one_is_refused(tiny_cfg) -> None:
     with pytest.raises(ValueError, match="lr_decay"):
         build(tiny_cfg("training.lr_decay=1.5"))
+    with pytest.raises(ValueError, match="lr_decay_from"):
+        build(tiny_cfg("training.lr_decay_from=-1"))
 
 
 def test_p_min_schedule() -> None:
