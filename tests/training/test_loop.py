@@ -121,6 +121,15 @@ class StepRates(L.Callback):
         self.rates.append(float(optimizer.param_groups[0]["lr"]))
 
 
+def fit_rates(cfg, resume: Path | None = None) -> tuple[L.LightningModule, list[float]]:
+    """Train `cfg` (resumed from `resume`) and return the module and every step's rate."""
+    trainer, module, dm = build(cfg)
+    rates = StepRates()
+    trainer.callbacks.append(rates)
+    trainer.fit(module, datamodule=dm, ckpt_path=resume)
+    return module, rates.rates
+
+
 def test_lr_decay_shrinks_the_rate_each_epoch_and_resumes_decayed(tiny_cfg) -> None:
     """lr_decay 0.5: epochs train at lr, lr/2, lr/4 (logged as train/lr), and a run resumed
     after one epoch goes on from the decayed rate with the same weights as a straight run."""
@@ -149,23 +158,16 @@ def test_decay_from_a_later_epoch_also_after_resuming_a_constant_rate_run(tiny_c
     trains its later epochs at the same rates, step for step, as the straight run, and ends
     with the same weights."""
     decay = ["training.lr=1e-3", "training.lr_decay=0.5", "training.lr_decay_from=1"]
-    cfg = tiny_cfg(*decay, "trainer.max_epochs=4")
-    trainer, straight, dm = build(cfg)
-    rates = StepRates()
-    trainer.callbacks.append(rates)
-    trainer.fit(straight, datamodule=dm)
-    per_epoch = len(rates.rates) // 4
+    straight, rates = fit_rates(tiny_cfg(*decay, "trainer.max_epochs=4"))
+    per_epoch = len(rates) // 4
     lr = 1e-3
     expected = [r for r in (lr, lr, lr / 2, lr / 4) for _ in range(per_epoch)]
-    assert rates.rates == pytest.approx(expected)
+    assert rates == pytest.approx(expected)
     first_cfg = tiny_cfg("training.lr=1e-3", "trainer.max_epochs=1")  # constant, no schedule
     fit(first_cfg, Recorder())
     last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
-    trainer, resumed, dm = build(tiny_cfg(*decay, "trainer.max_epochs=4", f"ckpt_path={last}"))
-    rates = StepRates()
-    trainer.callbacks.append(rates)
-    trainer.fit(resumed, datamodule=dm, ckpt_path=last)
-    assert rates.rates == pytest.approx(expected[per_epoch:])
+    resumed, rates = fit_rates(tiny_cfg(*decay, "trainer.max_epochs=4"), last)
+    assert rates == pytest.approx(expected[per_epoch:])
     assert same_weights(resumed.policy, straight.policy)
 
 
@@ -174,22 +176,15 @@ def test_warmup_rises_linearly_then_decays_per_epoch_and_resumes(tiny_cfg) -> No
     then lr/2 (epoch 1, warmup done) ... lr/4 (epoch 2); a run resumed after one epoch goes on
     at the same rates and ends with the same weights as a straight run."""
     setup = ["training.lr=1e-3", "training.lr_decay=0.5", "training.warmup_steps=4"]
-    cfg = tiny_cfg(*setup, "trainer.max_epochs=3")
-    trainer, module, dm = build(cfg)
-    rates = StepRates()
-    trainer.callbacks.append(rates)
-    trainer.fit(module, datamodule=dm)
+    module, rates = fit_rates(tiny_cfg(*setup, "trainer.max_epochs=3"))
     lr = 1e-3
     expected = [lr / 4, lr / 2, 3 * lr / 4, lr / 2, lr / 2, lr / 2, lr / 4, lr / 4, lr / 4]
-    assert rates.rates == pytest.approx(expected)
+    assert rates == pytest.approx(expected)
     first_cfg = tiny_cfg(*setup, "trainer.max_epochs=1")
     fit(first_cfg, Recorder())
     last = Path(first_cfg.out_dir) / "checkpoints" / "last.ckpt"
-    trainer, resumed, dm = build(tiny_cfg(*setup, "trainer.max_epochs=3", f"ckpt_path={last}"))
-    rates = StepRates()
-    trainer.callbacks.append(rates)
-    trainer.fit(resumed, datamodule=dm, ckpt_path=last)
-    assert rates.rates == pytest.approx(expected[3:])
+    resumed, rates = fit_rates(tiny_cfg(*setup, "trainer.max_epochs=3"), last)
+    assert rates == pytest.approx(expected[3:])
     assert same_weights(resumed.policy, module.policy)
 
 
