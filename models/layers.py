@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 
 import torch
@@ -22,6 +23,27 @@ def body_precision(device_type: str, precision: str) -> contextlib.AbstractConte
     return contextlib.nullcontext()
 
 
+@dataclasses.dataclass(frozen=True)
+class Packed:
+    """Where packed tokens sit in a (batch, length) sequence layout: token i of a packed
+    (N, d) input is position `index[i]` of the flattened (batch * length) layout.
+
+    Lets a layer compute its per-token work (projections, feed-forward) only for the tokens
+    whose outputs are read (`JSSPTransformer`'s unscheduled operations); the attention runs
+    in the layout, where the absent positions are zero and must be masked as keys.
+    """
+
+    index: torch.Tensor  # (N,) long, distinct positions in [0, batch * length)
+    batch: int
+    length: int
+
+    def scatter(self, values: torch.Tensor, fill: float) -> torch.Tensor:
+        """Per-token `values` (N,) laid out as (batch, 1, length, 1), `fill` elsewhere: the
+        query-side half of a mask or bias that broadcasts over heads."""
+        out = values.new_full((self.batch * self.length,), fill)
+        return out.index_copy_(0, self.index, values).view(self.batch, 1, self.length, 1)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head self-attention on `scaled_dot_product_attention` (fused kernels)."""
 
@@ -33,18 +55,31 @@ class MultiHeadAttention(nn.Module):
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, live: Packed | None = None
+    ) -> torch.Tensor:
         """`x` (B, L, d); `attn_mask` bool (True = attend) or additive float, broadcastable to
-        (B, heads, L, L)."""
-        b, n, d = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        (B, heads, L, L). With `live`, `x` holds packed tokens (N, d) and the result too:
+        B, L are `live.batch`, `live.length`, and `attn_mask` must mask every position not in
+        `live.index` as a key of the live queries."""
+        d = x.shape[-1]
+        qkv = self.qkv(x)
+        if live is None:
+            b, n = x.shape[:2]
+        else:
+            b, n = live.batch, live.length
+            qkv = qkv.new_zeros(b * n, 3 * d).index_copy_(0, live.index, qkv)
+        q, k, v = qkv.view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
         if q.device.type == "cpu" and q.dtype == torch.bfloat16 and q.requires_grad:
             y = bf16_cpu_attention(q, k, v, attn_mask)
         else:
             if attn_mask is not None and attn_mask.dtype != torch.bool:
                 attn_mask = attn_mask.to(q.dtype)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-        return self.out(y.transpose(1, 2).reshape(b, n, d))
+        if live is None:
+            return self.out(y.transpose(1, 2).reshape(b, n, d))
+        rows, cols = live.index // n, live.index % n
+        return self.out(y[rows, :, cols].reshape(-1, d))
 
 
 def bf16_cpu_attention(
@@ -109,9 +144,12 @@ class ReZeroLayer(nn.Module):
             self.alpha_ff = nn.Parameter(torch.zeros(1))
         self.rezero = rezero
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, live: Packed | None = None
+    ) -> torch.Tensor:
+        """`x` (B, L, d), or packed tokens (N, d) with `live` (see `MultiHeadAttention`)."""
         shared = self.rezero == "shared"
-        x = x + (self.alpha if shared else self.alpha_attn) * self.attn(x, attn_mask)
+        x = x + (self.alpha if shared else self.alpha_attn) * self.attn(x, attn_mask, live)
         return x + (self.alpha if shared else self.alpha_ff) * self.ff(x)
 
 

@@ -1,4 +1,5 @@
-"""JSSPTransformer: job/machine renumbering symmetry, masking, batch independence, precision."""
+"""JSSPTransformer: job/machine renumbering symmetry, masking, batch independence, precision,
+and packing (layers on the unscheduled operations only) equal to the full network."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from models.jssp_transformer import JSSPTransformer
+import models.jssp_transformer as jssp_transformer
+from models.jssp_transformer import JSSPTransformer, pack_segments
 from models.layers import sinusoidal_encoding
+from nco.env import cat
 from problems.jssp import JSSPEnv, JSSPInstances, JSSPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
@@ -212,3 +215,106 @@ def test_shipped_checkpoint_keeps_its_form_and_schedules() -> None:
     instances = loaded.env.generate(8, torch.Generator().manual_seed(5))
     makespans = -greedy(loaded.policy, loaded.env, instances).best().objective
     assert makespans.tolist() == [509.0, 521.0, 559.0, 467.0, 578.0, 483.0, 488.0, 490.0]
+
+
+def test_pack_segments_by_hand() -> None:
+    """Sizes 3, 1, 2, 2 in rows of 4: size-1 segments fill row 0, the two size-2 ones share
+    row 1, the size-3 one takes row 2; tokens keep their order within a segment."""
+    packed = pack_segments(torch.tensor([3, 0, 2, 3, 0, 1, 2, 3]), 4)
+    assert (packed.batch, packed.length) == (3, 4)
+    assert packed.index.tolist() == [8, 4, 6, 9, 5, 0, 7, 10]
+
+
+def mixed_depths(env: JSSPEnv, seed: int) -> JSSPState:
+    """One batch whose rows are at different depths: the root, random depths, two and one
+    operations left, a row with two jobs finished early and a finished row."""
+    jobs, machines = env.num_jobs, env.num_machines
+    total = jobs * machines
+    instances = env.generate(8, torch.Generator().manual_seed(seed))
+    depths = [0, total // 4, total // 2, 3 * total // 4, total - 2, total - 1, total]
+    rows = [
+        mid_episode(env, instances.index(torch.tensor([i])), s, seed + i)
+        for i, s in enumerate(depths)
+    ]
+    early = env.reset(instances.index(torch.tensor([7])))
+    for job in [0] * machines + [1] * machines + [2]:  # jobs 0 and 1 done, job 2 started
+        early = env.step(early, torch.tensor([job]))
+    return cat([*rows, early])
+
+
+def logits_and_grads(
+    net: JSSPTransformer, state: JSSPState, pack_below: float, monkeypatch: pytest.MonkeyPatch
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Logits and every parameter's gradient of a loss on the unfinished jobs' logits (rows
+    with a job left), with the packing threshold set to `pack_below`."""
+    monkeypatch.setattr(jssp_transformer, "PACK_BELOW", pack_below)
+    net.zero_grad(set_to_none=True)
+    logits = net(state)
+    unfinished = torch.isfinite(logits)
+    some = unfinished.any(1)
+    weights = torch.linspace(-1, 1, logits.numel()).view_as(logits)
+    log_p = logits[some].log_softmax(1)
+    loss = torch.where(unfinished[some], (log_p + logits[some]) * weights[some], 0.0).sum()
+    loss.backward()
+    return logits.detach(), {n: p.grad.clone() for n, p in net.named_parameters()}
+
+
+@pytest.mark.parametrize(("jobs", "machines"), [(5, 4), (4, 6), (6, 6)])
+@pytest.mark.parametrize("form", ["paper", "nco1"])
+def test_packed_layers_give_the_full_networks_logits_and_gradients(
+    jobs: int, machines: int, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Running the layer pairs on the unscheduled operations only gives the same logits (1e-5)
+    and the same gradient of every parameter as the full network, on rows at every depth."""
+    env = JSSPEnv(jobs, machines)
+    state = mixed_depths(env, seed=jobs * machines)
+    net = tiny_net(2, form).train()
+    dense, dense_grads = logits_and_grads(net, state, 0.0, monkeypatch)
+    packed, packed_grads = logits_and_grads(net, state, 2.0, monkeypatch)
+    assert torch.equal(torch.isfinite(packed), env.action_mask(state))
+    torch.testing.assert_close(packed, dense, atol=1e-5, rtol=0)
+    for name, grad in dense_grads.items():
+        torch.testing.assert_close(packed_grads[name], grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("steps", [4, 10, 19])
+def test_packed_paper_size_network_on_one_depth(
+    steps: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paper-size network (3 pairs, 8 heads) on a batch at one depth, down to one
+    operation left: packed and full logits agree."""
+    env = JSSPEnv(5, 4)
+    state = mid_episode(env, env.generate(6, torch.Generator().manual_seed(steps)), steps, 4)
+    torch.manual_seed(0)
+    net = JSSPTransformer().eval()
+    for name, param in net.named_parameters():
+        if "alpha" in name:
+            torch.nn.init.uniform_(param, 0.5, 1.0)
+    with torch.no_grad():
+        monkeypatch.setattr(jssp_transformer, "PACK_BELOW", 0.0)
+        dense = net(state)
+        monkeypatch.setattr(jssp_transformer, "PACK_BELOW", 2.0)
+        packed = net(state)
+    torch.testing.assert_close(packed, dense, atol=1e-5, rtol=0)
+
+
+def test_packing_starts_below_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The packed path runs only when the live operations are fewer than PACK_BELOW of all."""
+    calls = []
+    packed_pairs = JSSPTransformer._packed_pairs
+
+    def spy(self: JSSPTransformer, *args: object) -> torch.Tensor:
+        calls.append(True)
+        return packed_pairs(self, *args)
+
+    monkeypatch.setattr(JSSPTransformer, "_packed_pairs", spy)
+    monkeypatch.setattr(jssp_transformer, "PACK_BELOW", 0.5)
+    env = JSSPEnv(4, 5)  # 20 operations per row
+    instances = env.generate(2, torch.Generator().manual_seed(0))
+    used = []
+    for steps in (9, 10, 11, 20):  # 11/20 live, 10/20 (not below), 9/20, none
+        calls.clear()
+        with torch.no_grad():
+            tiny_net()(mid_episode(env, instances, steps, seed=0))
+        used.append(bool(calls))
+    assert used == [False, False, True, False]

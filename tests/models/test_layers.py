@@ -1,5 +1,6 @@
 """models.layers: the bf16 CPU attention path matches float32 fused attention (masks included)
-and its gradients; MultiHeadAttention takes it only for bf16 training on a CPU."""
+and its gradients; MultiHeadAttention takes it only for bf16 training on a CPU; packed tokens
+give the full layout's outputs and gradients."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.layers import MultiHeadAttention, bf16_cpu_attention
+from models.layers import MultiHeadAttention, Packed, ReZeroLayer, bf16_cpu_attention
 
 
 def qkv(seed: int = 0, shape: tuple[int, ...] = (3, 4, 7, 8)) -> list[torch.Tensor]:
@@ -62,3 +63,34 @@ def test_multihead_attention_takes_it_for_bf16_training_only() -> None:
     assert trained.dtype == decoded.dtype == torch.bfloat16
     assert (trained.float() - fp32).abs().max() < 0.05
     assert torch.equal(trained, math) and torch.equal(decoded, fused)
+
+
+def test_packed_tokens_give_the_full_layouts_outputs_and_gradients() -> None:
+    """A ReZero layer on the tokens at `live` positions only (the others masked as keys)
+    equals the layer on the full (B, L) layout at those positions, gradients included."""
+    gen = torch.Generator().manual_seed(4)
+    b, n, d = 3, 6, 16
+    x = torch.randn(b, n, d, generator=gen)
+    live = torch.rand(b, n, generator=gen) < 0.5
+    live[0] = False  # a row without live tokens
+    index = live.flatten().nonzero().squeeze(1)
+    mask = (live.unsqueeze(1) | torch.eye(n, dtype=torch.bool)).unsqueeze(1)  # (B, 1, L, L)
+    torch.manual_seed(0)
+    layer = ReZeroLayer(d, 4, 32)
+    torch.nn.init.constant_(layer.alpha, 0.7)
+
+    def run(packed: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        layer.zero_grad(set_to_none=True)
+        if packed:
+            out = layer(x.reshape(-1, d)[index], mask, Packed(index, b, n))
+        else:
+            out = layer(x, mask).reshape(-1, d)[index]
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        return out.detach(), [p.grad.clone() for p in layer.parameters()]
+
+    full, full_grads = run(packed=False)
+    packed, packed_grads = run(packed=True)
+    assert packed.shape == (len(index), d)
+    torch.testing.assert_close(packed, full, atol=1e-6, rtol=1e-5)
+    for a, b_ in zip(packed_grads, full_grads, strict=True):
+        torch.testing.assert_close(a, b_, atol=1e-5, rtol=1e-5)

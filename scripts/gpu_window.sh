@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# A GPU window in one command (docs/gpu.md): install nco if .venv is absent, show the GPU, then
+# run the policy, search and training benchmarks and a short JSSP training probe, in that
+# order, each under a timeout cut from the budget left and each writing into OUT_DIR; a failed
+# step does not stop the next. Everything printed also goes to OUT_DIR/window.log.
+#
+#   bash scripts/gpu_window.sh [--dry-run] OUT_DIR BUDGET_S
+#
+# --dry-run prints the steps with their timeouts, as if each ran until its timeout, and runs
+# nothing (no GPU needed).
+# Exit status: 0 all steps ran and passed, 1 a step failed, 2 bad arguments, 3 no CUDA GPU,
+# 4 the installation failed. NCO_PROBE_EPOCHS (default 2) sets the training probe's epochs.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+DRY=0
+if [ "${1:-}" = "--dry-run" ]; then
+    DRY=1
+    shift
+fi
+if [ $# -ne 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+    echo "usage: $0 [--dry-run] OUT_DIR BUDGET_S" >&2
+    exit 2
+fi
+mkdir -p "$1" || exit 2
+OUT=$(cd "$1" && pwd)
+BUDGET=$2
+LOG=$OUT/window.log
+RESERVE=20 # seconds kept at the end for the caller to collect OUT_DIR
+FAILED=0
+SPENT=0 # --dry-run: the seconds the steps would have taken at most
+PY=.venv/bin/python
+export PYTHONUNBUFFERED=1
+
+left() { echo $((BUDGET - SECONDS - SPENT - RESERVE)); }
+say() { echo "[gpu_window +${SECONDS}s, $(left)s left] $*" | tee -a "$LOG"; }
+
+# step NAME MAX_S CMD...: run CMD under a timeout of MAX_S seconds or the budget left, if less;
+# skipped when under 30 s are left.
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local t
+    t=$(left)
+    if ((t > limit)); then t=$limit; fi
+    if ((t < 30)); then
+        say "skip $name: too little budget left"
+        return
+    fi
+    say "start $name (timeout ${t}s): $*"
+    if ((DRY)); then
+        SPENT=$((SPENT + t))
+        return
+    fi
+    timeout --kill-after=10 "$t" "$@" 2>&1 | tee -a "$LOG"
+    local rc=${PIPESTATUS[0]}
+    if ((rc == 0)); then
+        say "done $name"
+    else
+        FAILED=1
+        say "FAILED $name: exit $rc$( ((rc == 124)) && echo ' (timed out)')"
+    fi
+}
+
+if ((!DRY)); then
+    if ! nvidia-smi >/dev/null 2>&1; then
+        say "no CUDA GPU here (nvidia-smi is missing or fails): nothing run"
+        exit 3
+    fi
+    if [ ! -x "$PY" ]; then
+        # A system python3 with a CUDA torch (a GPU image) lends it to the venv; otherwise pip
+        # fetches torch, whose default build on Linux is a CUDA one. install.sh keeps that torch.
+        if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+            say "no .venv: creating one on the system's CUDA torch"
+            python3 -m venv --system-site-packages .venv || exit 4
+        else
+            say "no .venv: creating one with torch from the default index"
+            { python3 -m venv .venv && "$PY" -m pip install --quiet torch; } || exit 4
+        fi
+        bash scripts/install.sh 2>&1 | tee -a "$LOG"
+        if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+            say "scripts/install.sh failed"
+            exit 4
+        fi
+    fi
+    nvidia-smi 2>&1 | tee -a "$LOG"
+    if ! "$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())" \
+        2>&1 | tee -a "$LOG" || [ "${PIPESTATUS[0]}" -ne 0 ]; then
+        say ".venv's torch sees no CUDA GPU (a CPU build?): install a CUDA torch into .venv"
+        exit 3
+    fi
+fi
+
+step policy 240 "$PY" scripts/bench_policy.py --device cuda --precisions fp32 bf16 --packing \
+    --out "$OUT/policy.json"
+step search 240 "$PY" scripts/bench_search.py --device cuda --precision bf16 --throughput 1000 \
+    --chunk 250 --out "$OUT/search.json"
+step train 240 "$PY" scripts/bench_train.py --device cuda \
+    --experiments tsp100_gumbeldore jssp_gumbeldore --profile --out "$OUT/train.json"
+# JSSP training probe: few instances per epoch, validation without references; the run dir
+# (checkpoints/last.ckpt, best.pt, logs/metrics.csv) lies under OUT_DIR.
+step jssp_probe 100000 "$PY" -m nco.train experiment=jssp_gumbeldore distributed.workers=0 \
+    "trainer.max_epochs=${NCO_PROBE_EPOCHS:-2}" training.instances_per_epoch=64 \
+    training.batches_per_epoch=100 training.val_instances=20 training.val_batch_size=20 \
+    training.val_gap=false training.progress=false sampling.batch_size=64 \
+    distributed.chunk_size=64 "hydra.run.dir=$OUT/jssp_probe" hydra.output_subdir=null \
+    hydra/job_logging=disabled
+if ((DRY)); then
+    say "dry run: nothing was run"
+else
+    say "finished: $( ((FAILED)) && echo 'a step failed' || echo 'all steps passed')"
+fi
+exit "$FAILED"
