@@ -70,6 +70,15 @@ def check_env_protocol(
     return state, actions
 
 
+def random_steps(env: Env, state: Batch, steps: int, generator: torch.Generator) -> Batch:
+    """`state` after `steps` uniformly random feasible actions of every row (a mid-episode state
+    for model tests and benchmarks); every row must still be unfinished at each step."""
+    for _ in range(steps):
+        mask = env.action_mask(state)
+        state = env.step(state, torch.multinomial(mask.double(), 1, generator=generator).squeeze(1))
+    return state
+
+
 def _check_index(env: Env, state: Batch) -> None:
     """`env.index` with repeated and reordered indices gives exactly the source rows."""
     b = state.batch_size

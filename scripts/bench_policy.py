@@ -33,6 +33,7 @@ import models.jssp_transformer as jssp_transformer
 from nco import registry
 from nco.env import Batch, Env
 from nco.paths import CONFIG_DIR
+from nco.testing import random_steps
 from problems.jssp import JSSPEnv
 from problems.tsp import TSPEnv
 
@@ -58,11 +59,7 @@ def rolled_states(env: Env, rows: int, fraction: float, seed: int) -> tuple[Batc
     gen = torch.Generator().manual_seed(seed)
     instances = env.generate(rows, gen)
     steps = round(fraction * env.max_steps(instances))
-    state = env.reset(instances)
-    for _ in range(steps):
-        mask = env.action_mask(state)
-        state = env.step(state, torch.multinomial(mask.double(), 1, generator=gen).squeeze(1))
-    return state, steps
+    return random_steps(env, env.reset(instances), steps, gen), steps
 
 
 def _sync(device: torch.device) -> None:

@@ -196,9 +196,14 @@ def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> li
     return args
 
 
+def schedule_file(study: str) -> Path:
+    """Where a study records its common decaying learning rate."""
+    return RUNS / study / "schedule.json"
+
+
 def study_schedule(study: str) -> dict | None:
     """The study's common decaying learning rate (`schedule.json`), None while constant."""
-    record = RUNS / study / "schedule.json"
+    record = schedule_file(study)
     return json.loads(record.read_text()) if record.is_file() else None
 
 
@@ -216,7 +221,7 @@ def set_schedule(study: str, decay: float | None, from_epoch: int | None) -> Non
             f"run: expected 0 < --lr-decay < 1 and --decay-from >= 0, got {decay}, {from_epoch}"
         )
     was = study_schedule(study)
-    record = RUNS / study / "schedule.json"
+    record = schedule_file(study)
     if was is not None:
         if (was["lr_decay"], was["from_epoch"]) != (decay, from_epoch):
             raise SystemExit(

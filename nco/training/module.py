@@ -136,19 +136,21 @@ class SelfImprovementModule(L.LightningModule):
         """Whether the learning rate follows a schedule (else Adam keeps `lr` throughout)."""
         return self.lr_decay != 1 or self.warmup_steps > 0
 
+    def scheduled_lr(self) -> float:
+        """The schedule's learning rate for the next optimizer step."""
+        return self.lr * self.lr_factor(self.trainer.global_step, self.current_epoch)
+
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
         """Set the step's learning rate from the schedule."""
         if self.scheduled:
-            lr = self.lr * self.lr_factor(self.trainer.global_step, self.current_epoch)
+            lr = self.scheduled_lr()
             for group in self.optimizers().param_groups:
                 group["lr"] = lr
 
     def on_train_epoch_start(self) -> None:
         self._clock["train"] = time.perf_counter()
         if self.scheduled:  # the rate of the epoch's first step, logged as train/lr
-            self._clock["lr"] = self.lr * self.lr_factor(
-                self.trainer.global_step, self.current_epoch
-            )
+            self._clock["lr"] = self.scheduled_lr()
 
     def on_validation_epoch_start(self) -> None:
         if "train" in self._clock and not self.trainer.sanity_checking:

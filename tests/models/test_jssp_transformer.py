@@ -14,6 +14,7 @@ import models.jssp_transformer as jssp_transformer
 from models.jssp_transformer import JSSPTransformer, pack_segments
 from models.layers import sinusoidal_encoding
 from nco.env import cat
+from nco.testing import random_steps
 from problems.jssp import JSSPEnv, JSSPInstances, JSSPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
@@ -31,12 +32,7 @@ def tiny_net(seed: int = 0, form: str = "paper") -> JSSPTransformer:
 
 def mid_episode(env: JSSPEnv, instances: JSSPInstances, steps: int, seed: int) -> JSSPState:
     """The state after `steps` random feasible actions (same random choices per row order)."""
-    gen = torch.Generator().manual_seed(seed)
-    state = env.reset(instances)
-    for _ in range(steps):
-        mask = env.action_mask(state)
-        state = env.step(state, torch.multinomial(mask.double(), 1, generator=gen).squeeze(1))
-    return state
+    return random_steps(env, env.reset(instances), steps, torch.Generator().manual_seed(seed))
 
 
 def relabel(state: JSSPState, jobs: torch.Tensor, machines: torch.Tensor) -> JSSPState:
