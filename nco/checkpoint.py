@@ -3,6 +3,7 @@
 The file holds only tensors, strings, numbers, lists and dicts, so `load` can use
 `torch.load(weights_only=True)`; its `_target_` configs rebuild policy and env through
 `nco.registry`, which builds only nco's registered classes (never `hydra.utils.instantiate`).
+A training run's Lightning `last.ckpt` loads the same way, with the configs of its `best.pt`.
 """
 
 from __future__ import annotations
@@ -85,7 +86,10 @@ def save(
 
 
 def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
-    """Rebuild policy (eval mode, on `device`) and env from a checkpoint written by `save`."""
+    """Rebuild policy (eval mode, on `device`) and env from a checkpoint written by `save`, or
+    from a run's Lightning checkpoint (`*.ckpt`, see `load_training`)."""
+    if Path(path).suffix == ".ckpt":
+        return load_training(path, device)
     payload = torch.load(path, map_location=device, weights_only=True)
     if not isinstance(payload, dict):
         raise ValueError(f"{path}: expected a checkpoint dict, got {type(payload).__name__}.")
@@ -112,6 +116,41 @@ def load(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
     policy = policy.to(device).eval()
     env = registry.build("env", payload["problem"]["env"], f"{path}: field 'problem.env'")
     return Loaded(policy, env, payload["model"], payload["problem"], payload["meta"])
+
+
+def load_training(path: str | os.PathLike, device: str | torch.device = "cpu") -> Loaded:
+    """The policy being trained in a run's Lightning checkpoint (`<run>/checkpoints/last.ckpt`),
+    at the end of the epoch it was saved after, rebuilt with the configs of the run's `best.pt`.
+
+    `best.pt` holds the best policy by validation; this reads where the run is now, e.g. to
+    decode a run's last epoch. `meta` is best.pt's run facts with `epoch` the checkpoint's and no
+    validation results (that epoch's are in the run's metrics).
+    """
+    path = Path(path)
+    template = path.parent.parent / "best.pt"
+    if not template.is_file():
+        raise ValueError(
+            f"{path}: a Lightning checkpoint is read with the configs of its run's best.pt, "
+            f"expected at {template}, which is missing."
+        )
+    best = load(template, device)
+    payload = torch.load(path, map_location=device, weights_only=True)
+    state = payload.get("state_dict") if isinstance(payload, dict) else None
+    if not isinstance(state, dict) or not isinstance(payload.get("epoch"), int):
+        raise ValueError(f"{path}: expected a Lightning checkpoint with 'state_dict' and 'epoch'.")
+    prefix = "policy."
+    weights = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
+    try:
+        best.policy.load_state_dict(weights)
+    except RuntimeError as err:
+        raise ValueError(f"{path}: 'state_dict' does not fit {template}'s model: {err}") from err
+    skip = {"epoch", "val_objective", "val", "date"}
+    meta = {
+        **{k: v for k, v in best.meta.items() if k not in skip},
+        "epoch": payload["epoch"],
+        "source": "lightning",
+    }
+    return best._replace(meta=meta)
 
 
 def _upgrade(fmt: str, model: dict[str, Any]) -> dict[str, Any]:

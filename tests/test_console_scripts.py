@@ -58,8 +58,9 @@ def test_nco_eval_and_nco_solve(tmp_path: Path, tsp_file: Path) -> None:
     assert sorted(json.loads(sol.read_text())["tour"]) == list(range(10))
 
 
-def test_nco_train(tmp_path: Path) -> None:
-    """nco-train runs a tiny self-improvement epoch and writes best.pt, last.ckpt, metrics."""
+def test_nco_train(tmp_path: Path, tsp_file: Path) -> None:
+    """nco-train runs a tiny self-improvement epoch and writes best.pt, last.ckpt, metrics;
+    nco-eval decodes with the run's last.ckpt."""
     run_dir = tmp_path / "run"
     run("nco-train", "model=bq_tsp_tiny", "problem.num_nodes=8", "sampling.beam_width=2",
         "sampling.rounds=2", "training.instances_per_epoch=4", "training.batches_per_epoch=2",
@@ -67,6 +68,10 @@ def test_nco_train(tmp_path: Path) -> None:
         "trainer.max_epochs=1", f"hydra.run.dir={run_dir}", cwd=tmp_path)  # fmt: skip
     for name in ("best.pt", "checkpoints/last.ckpt", "logs/metrics.csv"):
         assert (run_dir / name).is_file(), name
+    out = tmp_path / "e.json"
+    run("nco-eval", f"checkpoint={run_dir / 'checkpoints' / 'last.ckpt'}", f"data={tsp_file}",
+        "search=greedy", f"out={out}", "progress=false", cwd=tmp_path)  # fmt: skip
+    assert len(json.loads(out.read_text())["objectives"]) == 3
 
 
 def test_nco_demo(tmp_path: Path) -> None:

@@ -111,6 +111,24 @@ def test_resume_continues_where_it_stopped(tiny_cfg) -> None:
     assert resumed.best_objective == pytest.approx(full.best_objective)
 
 
+def test_last_ckpt_loads_the_trained_policy_with_best_pts_configs(tiny_cfg, tmp_path) -> None:
+    """checkpoint.load on a run's last.ckpt gives the policy being trained (not the best one),
+    its epoch, and the run facts of best.pt; without best.pt beside it, the error names it."""
+    cfg = tiny_cfg("trainer.max_epochs=1")
+    module, _ = fit(cfg, Recorder())
+    last = Path(cfg.out_dir) / "checkpoints" / "last.ckpt"
+    loaded = checkpoint.load(last)
+    assert same_weights(loaded.policy, module.policy, exact=True)
+    assert loaded.meta["epoch"] == 0 and loaded.meta["seed"] == cfg.seed
+    assert "val_objective" not in loaded.meta and not loaded.policy.training
+    assert type(loaded.env) is type(checkpoint.load(Path(cfg.out_dir) / "best.pt").env)
+    moved = tmp_path / "elsewhere" / "checkpoints" / "last.ckpt"
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(last.read_bytes())
+    with pytest.raises(ValueError, match="best.pt"):
+        checkpoint.load(moved)
+
+
 class StepRates(L.Callback):
     """Records the learning rate of every optimizer step."""
 
