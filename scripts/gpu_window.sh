@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A GPU window in one command (docs/gpu.md): install nco if .venv is absent, show the GPU, then
-# run the policy, search and training benchmarks and a short JSSP training probe, in that
+# A GPU window in one command (docs/gpu.md): install nco if .venv is absent (offline from the
+# wheels in .whl when scripts/device_prep.sh put them there), show the GPU, then
+# run the search, policy and training benchmarks and a short JSSP training probe, in that
 # order, each under a timeout cut from the budget left and each writing into OUT_DIR; a failed
 # step does not stop the next. Everything printed also goes to OUT_DIR/window.log.
 #
@@ -67,7 +68,18 @@ if ((!DRY)); then
         say "no CUDA GPU here (nvidia-smi is missing or fails): nothing run"
         exit 3
     fi
-    if [ ! -x "$PY" ]; then
+    if [ ! -x "$PY" ] && [ -d .whl ]; then
+        # An offline GPU image (python3 with CUDA torch and Lightning): the wheels that
+        # scripts/device_prep.sh put in .whl go to /tmp/site, and nco runs from this checkout.
+        say "no .venv: installing the carried wheels (.whl) into /tmp/site"
+        python3 -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir \
+            --upgrade --target /tmp/site .whl/*.whl 2>&1 | tee -a "$LOG"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || exit 4
+        export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+        python3 -c "import hydra, lightning, nco.train" 2>&1 | tee -a "$LOG"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || exit 4
+        PY=python3
+    elif [ ! -x "$PY" ]; then
         # A system python3 with a CUDA torch (a GPU image) lends it to the venv; otherwise pip
         # fetches torch, whose default build on Linux is a CUDA one. install.sh keeps that torch.
         if python3 -c "import sys, torch; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
@@ -91,10 +103,11 @@ if ((!DRY)); then
     fi
 fi
 
-step policy 240 "$PY" scripts/bench_policy.py --device cuda --precisions fp32 bf16 --packing \
-    --out "$OUT/policy.json"
+# the target first: 1000 TSP100 x 128 Gumbeldore samples in <= 20 s
 step search 240 "$PY" scripts/bench_search.py --device cuda --precision bf16 --throughput 1000 \
     --chunk 250 --out "$OUT/search.json"
+step policy 240 "$PY" scripts/bench_policy.py --device cuda --precisions fp32 bf16 --packing \
+    --out "$OUT/policy.json"
 step train 240 "$PY" scripts/bench_train.py --device cuda \
     --experiments tsp100_gumbeldore jssp_gumbeldore --profile --out "$OUT/train.json"
 # JSSP training probe: few instances per epoch, validation without references; the run dir
