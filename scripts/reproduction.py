@@ -84,6 +84,7 @@ from omegaconf import DictConfig, OmegaConf
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "data" / "reproduction"
@@ -885,6 +886,12 @@ def cmd_report(args: argparse.Namespace) -> None:
         by_epoch.plot(epochs, gaps, **style)
         by_time.plot(hours, gaps, **style)
     by_epoch.set(xlabel="epoch", ylabel="validation gap, greedy (%)", yscale="log")
+    # plain numbers, not 10^k alone: 1..9 times each power of ten within a decade, else 1-2-5
+    low, high = by_epoch.get_ylim()
+    subs = np.arange(1.0, 10.0) if high < 10 * low else (1.0, 2.0, 5.0)
+    by_epoch.yaxis.set_major_locator(ticker.LogLocator(subs=subs))
+    by_epoch.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    by_epoch.yaxis.set_minor_formatter(ticker.NullFormatter())
     if schedule is not None:
         by_epoch.axvline(schedule["from_epoch"], color="gray", ls=":", lw=0.8)
         by_epoch.text(
