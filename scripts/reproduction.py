@@ -372,6 +372,18 @@ def record_chunk(folder: Path, start: int, end: int, t0: float, commit: str) -> 
         f.write(json.dumps(entry) + "\n")
 
 
+def require_last_checkpoint(study: str, folder: Path, start: int) -> None:
+    """Refuse to extend a run or stage whose epochs are done but whose `last.ckpt` was not kept:
+    training would restart from its first checkpoint and append to its metrics."""
+    if start and not (folder / "checkpoints" / "last.ckpt").is_file():
+        raise SystemExit(
+            f"{folder}: {start} epochs done, but checkpoints/last.ckpt was not kept (a finished "
+            f"run or stage commits best.pt and its metrics only); start a further stage from "
+            f"its best: python scripts/reproduction.py finetune --study {study} "
+            f"--name finetune-<suffix> --init {folder / 'best.pt'}"
+        )
+
+
 def cmd_run(args: argparse.Namespace) -> None:
     """Round-robin chunks of every run until all reach the study length or time runs out."""
     spec = STUDIES[args.study]
@@ -385,6 +397,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     runs = [(m, s) for s in args.seeds for m in args.methods]
     for m, s in runs:
         start_run(args.study, m, s, args.base)
+    for m, s in runs:
+        done = epochs_done(run_dir(args.study, m, s))
+        if done < total:
+            require_last_checkpoint(args.study, run_dir(args.study, m, s), done)
     threads = args.threads or max(1, (os.cpu_count() or 1) // args.parallel)
     deadline = time.monotonic() + args.max_wall if args.max_wall else None
     # `kill <pid>` ends the driver through the finally below, which stops its chunks too
@@ -582,12 +598,7 @@ def cmd_finetune(args: argparse.Namespace) -> None:
     if start >= args.epochs:
         print(f"{folder}: all {args.epochs} epochs done")
         return
-    if start and not (folder / "checkpoints" / "last.ckpt").is_file():
-        raise SystemExit(
-            f"{folder}: {start} epochs done, but checkpoints/last.ckpt was not kept (a finished "
-            f"stage commits best.pt and its metrics only); start a further stage from its best: "
-            f"--name finetune-<suffix> --init {folder / 'best.pt'}"
-        )
+    require_last_checkpoint(args.study, folder, start)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     commit, t0 = git_commit(), time.time()
     proc = launch(folder, finetune_args(args.study, setup, args.name), args.threads)

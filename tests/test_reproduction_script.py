@@ -570,6 +570,28 @@ def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
     assert sorted(launched) == ["gd_s0", "wr_s0"]
 
 
+def test_run_refuses_to_extend_a_run_whose_last_checkpoint_was_not_kept(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A run with validated epochs but no last.ckpt (a finished comparison, committed without
+    it) would restart from its start and append to its metrics: `run` stops before any chunk,
+    naming the run and the fine-tune command that continues its best; finished runs pass."""
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    monkeypatch.setattr(repro, "target_epochs", lambda study: 3)
+    monkeypatch.setattr(repro, "launch", lambda *a: pytest.fail("a chunk was started"))
+    FakeTrain(tmp_path / "tsp20" / "wr_s0", [5.0, 4.0])
+    (tmp_path / "tsp20" / "wr_s0" / "checkpoints" / "last.ckpt").unlink()
+    FakeTrain(tmp_path / "tsp20" / "gd_s0", [5.0, 4.0, 3.0])  # finished: nothing to extend
+    (tmp_path / "tsp20" / "gd_s0" / "checkpoints" / "last.ckpt").unlink()
+    run = ["run", "--study", "tsp20", "--seeds", "0"]
+    with pytest.raises(SystemExit) as stop:
+        repro.main([*run, "--methods", "gd", "wr"])
+    message = str(stop.value)
+    assert f"{tmp_path / 'tsp20' / 'wr_s0'}: 2 epochs done, but checkpoints/last.ckpt" in message
+    assert f"finetune --study tsp20 --name finetune-<suffix> --init {tmp_path}" in message
+    repro.main([*run, "--methods", "gd"])  # all epochs done: returns without a chunk
+
+
 def test_a_study_schedule_decays_every_run_from_one_epoch(tmp_path: Path, monkeypatch) -> None:
     """`run --lr-decay --decay-from` is recorded once for the study; every later chunk of every
     run trains with it (also a rerun without the flags), nco-train composes it, the provenance
