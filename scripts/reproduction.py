@@ -392,7 +392,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             f"{REPO / spec.sl_data}: the SL arm's expert data is missing; write it first with\n"
             f"  python scripts/make_expert_data.py {spec.expert} --out {spec.sl_data}"
         )
-    total = target_epochs(args.study)
+    total = min(target_epochs(args.study), args.until or sys.maxsize)
     set_schedule(args.study, args.lr_decay, args.decay_from)
     runs = [(m, s) for s in args.seeds for m in args.methods]
     for m, s in runs:
@@ -1210,6 +1210,12 @@ def main(argv: list[str] | None = None) -> None:
         "--threads", type=int, default=None, help="torch threads per run (default: cores/parallel)"
     )
     run.add_argument("--max-wall", type=float, default=None, help="stop after this many seconds")
+    run.add_argument(
+        "--until",
+        type=int,
+        default=None,
+        help="bring every run to this many epochs, then stop (default: the study length)",
+    )
     run.add_argument(
         "--from",
         dest="base",

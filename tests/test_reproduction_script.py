@@ -592,6 +592,30 @@ def test_run_refuses_to_extend_a_run_whose_last_checkpoint_was_not_kept(
     repro.main([*run, "--methods", "gd"])  # all epochs done: returns without a chunk
 
 
+def test_run_until_brings_every_run_to_that_epoch_and_stops(tmp_path: Path, monkeypatch) -> None:
+    """`--until N` trains each run to N epochs (not the study length) and then returns."""
+    monkeypatch.setattr(repro, "RUNS", tmp_path)
+    monkeypatch.setattr(repro, "target_epochs", lambda study: 200)
+    monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    monkeypatch.setattr(repro.time, "sleep", lambda seconds: None)
+    FakeTrain(tmp_path / "tsp20" / "gd_s0", [5.0, 4.0])
+    launched: list[tuple[str, list[str]]] = []
+
+    def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
+        launched.append((folder.name, args))
+        return FakeTrain(folder, [5.0, 4.0, 3.0])
+
+    monkeypatch.setattr(repro, "launch", launch)
+    run = ["run", "--study", "tsp20", "--methods", "gd", "wr", "--seeds", "0", "--until", "3"]
+    repro.main([*run, "--turn-epochs", "5"])
+    assert [(name, "trainer.max_epochs=3" in args) for name, args in launched] == [
+        ("wr_s0", True),
+        ("gd_s0", True),
+    ]
+    repro.main(run)  # both at 3: nothing more
+    assert len(launched) == 2
+
+
 def test_a_study_schedule_decays_every_run_from_one_epoch(tmp_path: Path, monkeypatch) -> None:
     """`run --lr-decay --decay-from` is recorded once for the study; every later chunk of every
     run trains with it (also a rerun without the flags), nco-train composes it, the provenance
