@@ -120,6 +120,12 @@ def mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def known(runs: list[dict], key: str) -> list[float]:
+    """The runs' values of `key` where they have one: a snapshot can read a running run's
+    metrics.csv after its validation row and before its timing row of the same epoch."""
+    return [r[key] for r in runs if r[key] is not None]
+
+
 def collect(variant: str, seed: int, args: argparse.Namespace, running: bool = False) -> dict:
     """One run's per-epoch results read from its metrics.csv, with its status."""
     m = read_metrics(run_dir(variant, seed, args) / "logs" / "metrics.csv")
@@ -289,8 +295,8 @@ def summarize(runs: list[dict], args: argparse.Namespace) -> dict:
             "best_wins": max(r["best_wins"] for r in mine),
             "mean_wins_per_epoch": curves,
             "mean_draws_per_epoch": draws,
-            "mean_sampling_s_per_epoch": mean([r["mean_sampling_s"] for r in mine]),
-            "mean_training_s_per_epoch": mean([r["mean_training_s"] for r in mine]),
+            "mean_sampling_s_per_epoch": mean(known(mine, "mean_sampling_s")),
+            "mean_training_s_per_epoch": mean(known(mine, "mean_training_s")),
         }
     return out
 

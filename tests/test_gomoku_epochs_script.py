@@ -71,6 +71,23 @@ def test_partial_runs_average_over_the_runs_that_reached_the_epoch(tmp_path: Pat
     assert summary["status"] == ["unfinished", "unfinished"]
 
 
+def test_a_snapshot_between_a_validation_row_and_its_timing_row(tmp_path: Path) -> None:
+    """A running run's metrics.csv can hold an epoch's validation row before its timing row
+    (Lightning writes them apart); the snapshot averages the timings of the runs that have one."""
+    args = args_for(tmp_path, "--variants", "gd")
+    write_metrics(metrics_of(args, "gd", 0), [2, 4])
+    path = metrics_of(args, "gd", 1)
+    path.parent.mkdir(parents=True)
+    path.write_text("epoch,val/wins,val/draws\n0,3,6\n")
+    runs = [SCRIPT.collect("gd", s, args, running=True) for s in (0, 1)]
+    summary = SCRIPT.summarize(runs, args)["gd"]
+    assert summary["mean_wins_per_epoch"] == [2.5, 4.0]
+    assert summary["mean_sampling_s_per_epoch"] == 2.0
+    assert summary["mean_training_s_per_epoch"] == 1.0
+    alone = SCRIPT.summarize(runs[1:], args)["gd"]
+    assert alone["mean_sampling_s_per_epoch"] is None
+
+
 def test_rerun_trains_only_unfinished_runs_and_writes_a_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
