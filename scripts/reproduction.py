@@ -702,11 +702,12 @@ def read_tests(study: str, runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
                 continue
             result = json.loads(path.read_text())
             epoch = result["info"]["checkpoint_meta"].get("epoch")
+            saved = -1 if run["saved_epoch"] is None else run["saved_epoch"]  # -1: the start
             tests.setdefault(name, {})[decoder] = {
                 "mean_gap": result["mean_gap"],
                 "num_instances": result["num_instances"],
                 "epoch": epoch,
-                "stale": epoch != run["saved_epoch"],
+                "stale": epoch != saved,
             }
     return tests
 

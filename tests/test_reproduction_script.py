@@ -212,10 +212,14 @@ def test_report_collects_test_gaps_and_flags_stale_ones(
     for name, gaps in {"gd_s0": [3.0, 2.0], "gd_s1": [3.0, 2.5, 2.2], "sl_s0": [4.0]}.items():
         rows = [{"epoch": e, "val/objective": -4, "val/gap": g} for e, g in enumerate(gaps)]
         write_metrics(runs / "tsp20" / name / "logs" / "metrics.csv", rows)
+    # a continued run that never beat its starting weights: best.pt is still the start (-1)
+    rows = [{"epoch": e, "val/objective": -4, "val/gap": 5.0, "val/improved": 0} for e in (0, 1)]
+    write_metrics(runs / "tsp20" / "wr_s0" / "logs" / "metrics.csv", rows)
     decoded = {
         ("gd_s0", "greedy"): (1, 2.5),
         ("gd_s1", "greedy"): (1, 3.5),
         ("sl_s0", "beam16"): (0, 0.4),
+        ("wr_s0", "greedy"): (-1, 4.5),
     }
     for (name, decoder), (epoch, gap) in decoded.items():
         info = {"checkpoint_meta": {"epoch": epoch}}
@@ -232,6 +236,7 @@ def test_report_collects_test_gaps_and_flags_stale_ones(
     }
     assert test["gd_s1"]["greedy"]["stale"]  # decoded epoch 1, best is now epoch 2
     assert set(test["sl_s0"]) == {"beam16"}
+    assert not test["wr_s0"]["greedy"]["stale"]  # the starting weights, decoded as such
     out = capsys.readouterr().out
     assert "| GD | s0 2.500, s1 3.500 (stale); **3.000** | - |" in out
     assert "| SL | - | s0 0.400; **0.400** |" in out
