@@ -39,7 +39,8 @@ what it started from. The size-20 runs' best-of-64 targets were about as good as
 references while their greedy policy lagged, so more imitation per sampled instance is where
 the quality is (docs/reproduction.md). `--name finetune-<suffix>` starts a further one, e.g. a
 stage from the first's best with a lower, decaying learning rate (`--lr-decay`, per epoch);
-`report` draws each after the run or fine-tune it started from.
+`--method sl` imitates expert data instead (the study's SL data, or `--sl-data`); `report`
+draws each after the run or fine-tune it started from.
 
     python scripts/reproduction.py finetune --study tsp50 --init data/checkpoints/tsp20/best.pt
 
@@ -468,7 +469,9 @@ def finetune_args(study: str, setup: dict, name: str = FINETUNE) -> list[str]:
     sizes = json.loads(record.read_text()).get("model", {}) if record.is_file() else {}
     args = [f"experiment={STUDIES[study].experiment}", *METHODS[setup["method"]]]
     args += [f"model.{key}={value}" for key, value in sizes.items()]
-    if setup["method"] != "wr":
+    if setup["method"] == "sl":
+        args.append(f"sl_data={REPO / setup['sl_data']}")
+    elif setup["method"] != "wr":
         args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
     args += [f"training.{key}={setup[key]}" for key in OPTIONAL_SETUP if key in setup]
     return args + [
@@ -570,9 +573,23 @@ def read_init(study: str, source: Path) -> Init:
     return Init(sizes, grown or None, loaded.meta.get("epoch"))
 
 
+def expert_data(study: str, given: str | None) -> str:
+    """The expert .npz a supervised fine-tune imitates (the study's SL data unless `given`),
+    as recorded in finetune.json: relative to the repository where it lies inside it."""
+    spec = STUDIES[study]
+    path = Path(given).absolute() if given else REPO / spec.sl_data
+    if not path.is_file():
+        raise SystemExit(
+            f"{path}: no expert data for --method sl; write it first with\n"
+            f"  python scripts/make_expert_data.py {spec.expert} --out {shown_path(path)}"
+        )
+    return shown_path(path)
+
+
 def cmd_finetune(args: argparse.Namespace) -> None:
     """Fine-tune a checkpoint with self-improvement at the paper's ratio of training to
-    sampling, in `data/reproduction/<study>/finetune` (resumable)."""
+    sampling (or by imitation of expert data: --method sl), in
+    `data/reproduction/<study>/finetune` (resumable)."""
     cfg = study_config(args.study).training
     batch = args.batch_size or cfg.batch_size
     setup = {
@@ -592,6 +609,11 @@ def cmd_finetune(args: argparse.Namespace) -> None:
         setup["warmup_steps"] = args.warmup
     if args.batch_size:
         setup["batch_size"] = args.batch_size
+    if args.method == "sl":
+        setup["sl_data"] = expert_data(args.study, args.sl_data)
+        del setup["p_min"]  # imitation samples nothing
+    elif args.sl_data is not None:
+        raise SystemExit(f"--sl-data is for --method sl, not {args.method}")
     start_finetune(args.study, args.name, args.init, setup)
     folder = finetune_dir(args.study, args.name)
     start = epochs_done(folder)
@@ -1028,12 +1050,17 @@ def provenance(study: str, name: str, train: dict, clip: float) -> dict:
     (its manifest's training, command, epochs and test gaps)."""
     folder = RUNS / study / name
     method = run_method(folder)
-    per_epoch = (
-        f"{SOURCES[method]}; per epoch {train['instances_per_epoch']} instances, "
-        f"{train['batches_per_epoch']} Adam steps of {train['batch_size']} sub-problems, "
-        f"lr {train['lr']}, clip {clip}"
-    )
     record = folder / "finetune.json"
+    if method == "sl":
+        tune = json.loads(record.read_text()) if record.is_file() else None
+        data = tune["setup"]["sl_data"] if tune else STUDIES[study].sl_data
+        sampled = f"per epoch sub-problems of the solutions in {data}: "
+    else:
+        sampled = f"per epoch {train['instances_per_epoch']} instances, "
+    per_epoch = (
+        f"{SOURCES[method]}; {sampled}{train['batches_per_epoch']} Adam steps of "
+        f"{train['batch_size']} sub-problems, lr {train['lr']}, clip {clip}"
+    )
     if not record.is_file():
         seed = int(name.rsplit("_s", 1)[1])
         args = shown_args(train_args(study, method, seed, None))
@@ -1238,7 +1265,12 @@ def main(argv: list[str] | None = None) -> None:
     tune.add_argument(
         "--name", default=FINETUNE, help="folder: finetune (default) or finetune-<suffix>"
     )
-    tune.add_argument("--method", choices=["wr", "wor", "gd"], default="gd")
+    tune.add_argument("--method", choices=list(METHODS), default="gd")
+    tune.add_argument(
+        "--sl-data",
+        default=None,
+        help="--method sl: expert .npz to imitate (default: the study's SL arm's data)",
+    )
     tune.add_argument("--lr", type=float, default=FINETUNE_LR)
     tune.add_argument(
         "--lr-decay", type=float, default=1.0, help="lr factor per epoch (1: constant)"

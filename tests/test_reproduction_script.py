@@ -514,6 +514,49 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
     assert big["setup"]["batches_per_epoch"] == 128  # the paper's 1,024 per instance, 128 each
 
 
+def test_finetune_by_imitation_trains_on_the_named_expert_data(tmp_path: Path, monkeypatch) -> None:
+    """`--method sl` fine-tunes in mode sl on the study's expert data or `--sl-data`, records
+    the file instead of a nucleus, and refuses missing data with the command that writes it."""
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    missing = repro.STUDIES["cvrp20"]._replace(sl_data="data/generated/expert/none_such.npz")
+    monkeypatch.setitem(repro.STUDIES, "cvrp20", missing)
+    monkeypatch.setattr(repro, "git_commit", lambda: "abc")
+    monkeypatch.setattr(repro, "read_init", lambda study, source: repro.Init({}, None, 62))
+    launched = []
+
+    def launch(folder: Path, args: list[str], threads: int) -> FakeTrain:
+        launched.append(args)
+        return FakeTrain(folder, [3.0, 2.0])
+
+    monkeypatch.setattr(repro, "launch", launch)
+    init = tmp_path / "best.pt"
+    init.write_bytes(b"weights")
+    tune = ["finetune", "--study", "cvrp20", "--init", str(init), "--method", "sl"]
+    with pytest.raises(SystemExit, match="(?s)none_such.npz: no expert data.*make_expert_data.py"):
+        repro.main(tune)
+    with pytest.raises(SystemExit, match="--sl-data is for --method sl, not gd"):
+        repro.main([*tune[:-2], "--sl-data", str(tmp_path / "x.npz")])
+    data = tmp_path / "solved.npz"
+    data.write_bytes(b"npz")
+    repro.main([*tune, "--sl-data", str(data), "--epochs", "2", "--lr", "5e-5"])
+    setup = repro.json.loads((tmp_path / "runs/cvrp20/finetune/finetune.json").read_text())["setup"]
+    assert setup["sl_data"] == str(data) and "p_min" not in setup
+    assert "mode=sl" in launched[-1] and f"sl_data={data}" in launched[-1]
+    assert not any("p_min" in a for a in launched[-1])
+    other = tmp_path / "other.npz"
+    other.write_bytes(b"npz")
+    with pytest.raises(SystemExit, match=f"started with --sl-data {data}"):
+        repro.main([*tune[:3], "--method", "sl", "--sl-data", str(other), "--lr", "5e-5"])
+    overrides = [a for a in launched[-1] if not a.startswith(("hydra.", "init_checkpoint="))]
+    cfg = compose_train(overrides, tmp_path / "cfg", tiny=False)
+    assert (cfg.mode, cfg.sl_data, cfg.training.lr) == ("sl", str(data), 5e-5)
+    train = {"instances_per_epoch": 128, "batches_per_epoch": 512, "batch_size": 256, "lr": 5e-5}
+    told = repro.provenance("cvrp20", "finetune", train, 1.0)
+    assert told["training"].startswith(f"fine-tune of {init} with supervised: imitation")
+    assert f"solutions in {data}: 512 Adam steps" in told["training"]
+    assert "--method sl" in told["command"] and f"--sl-data {data}" in told["command"]
+
+
 def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
     tmp_path: Path, monkeypatch
 ) -> None:
