@@ -137,17 +137,24 @@ class Dataset:
         """Instance `i` as the dict of arrays a `nco.solver.Solver` takes."""
         return {k: v[i] for k, v in self.arrays.items()}
 
-    def head(self, limit: int | None) -> Dataset:
-        """The first `limit` instances (all when `limit` is None)."""
-        if limit is None or limit >= len(self):
-            return self
-        if limit < 1:
+    def head(self, limit: int | None, offset: int = 0) -> Dataset:
+        """The first `limit` instances after skipping `offset` (all the rest when `limit` is
+        None); a slice lets a long evaluation run in resumable parts."""
+        if offset < 0 or (offset and offset >= len(self)):
+            raise ValueError(
+                f"{self.name}: expected offset in 0..{len(self) - 1} ({len(self)} instances), "
+                f"got {offset}."
+            )
+        if limit is not None and limit < 1:
             raise ValueError(f"{self.name}: expected limit >= 1, got {limit}.")
+        stop = len(self) if limit is None else min(offset + limit, len(self))
+        if offset == 0 and stop == len(self):
+            return self
         return dataclasses.replace(
             self,
-            arrays={k: v[:limit] for k, v in self.arrays.items()},
-            references=None if self.references is None else self.references[:limit],
-            names=None if self.names is None else self.names[:limit],
+            arrays={k: v[offset:stop] for k, v in self.arrays.items()},
+            references=None if self.references is None else self.references[offset:stop],
+            names=None if self.names is None else self.names[offset:stop],
         )
 
     @property

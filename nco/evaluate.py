@@ -298,7 +298,10 @@ def run(cfg: DictConfig) -> Results:
     search = search_config(OmegaConf.to_container(cfg.search, resolve=True))
     loaded = checkpoint.load(path, device)
     problem = problem_of_env(loaded.env)
-    datasets = [d.head(cfg.get("limit")) for d in resolve_datasets(cfg.get("data"), problem.name)]
+    offset = int(cfg.get("offset") or 0)
+    datasets = [
+        d.head(cfg.get("limit"), offset) for d in resolve_datasets(cfg.get("data"), problem.name)
+    ]
     parts = [evaluate_dataset(cfg, loaded, problem, d, search) for d in datasets]
     wall = sum(p["wall"] for p in parts)
     num = sum(len(d) for d in datasets)
@@ -321,6 +324,7 @@ def run(cfg: DictConfig) -> Results:
         "batch_size": parts[0]["batch_size"],
         "seed": int(cfg.seed),
         "limit": cfg.get("limit"),
+        "offset": offset,
         "device": str(device),
         **parts[-1]["settings"],
         "instances_per_s": rate,

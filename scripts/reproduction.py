@@ -953,9 +953,10 @@ def cmd_report(args: argparse.Namespace) -> None:
 
 
 def decode_command(
-    checkpoint: Path, data: str, decoder: str, out: Path, limit: int | None
+    checkpoint: Path, data: str, decoder: str, out: Path, limit: int | None, offset: int = 0
 ) -> list[str]:
-    """The `nco.evaluate` command line that decodes `data` with one of DECODERS into `out`."""
+    """The `nco.evaluate` command line that decodes `data` (its first `limit` instances after
+    `offset`) with one of DECODERS into `out`."""
     cmd = [
         sys.executable,
         "-m",
@@ -966,7 +967,7 @@ def decode_command(
         f"out={out}",
         "progress=false",
     ]
-    return cmd + ([f"limit={limit}"] if limit else [])
+    return cmd + ([f"limit={limit}"] if limit else []) + ([f"offset={offset}"] if offset else [])
 
 
 def checkpoint_epoch(path: Path) -> int | None:
@@ -976,21 +977,76 @@ def checkpoint_epoch(path: Path) -> int | None:
     return checkpoint.load(path).meta.get("epoch")
 
 
-def is_current(out: Path, epoch: int | None, limit: int | None) -> bool:
-    """Whether results file `out` decoded the best.pt of `epoch` on the same instances (`limit`;
-    files written before nco-eval recorded it count as limited to their instance count)."""
+def is_current(out: Path, epoch: int | None, limit: int | None, offset: int = 0) -> bool:
+    """Whether results file `out` decoded the best.pt of `epoch` on the same instances (`limit`
+    after `offset`; files written before nco-eval recorded them count as limited to their
+    instance count, from the first)."""
     if not out.is_file():
         return False
     result = json.loads(out.read_text())
     info = result["info"]
-    if info["checkpoint_meta"].get("epoch") != epoch:
+    if info["checkpoint_meta"].get("epoch") != epoch or info.get("offset", 0) != offset:
         return False
     return info.get("limit", result["num_instances"] if limit else -1) == limit
 
 
+def instances_to_decode(data: str, limit: int | None) -> int:
+    """How many instances of test set `data` an evaluation limited to `limit` decodes."""
+    from nco.datasets import load_dataset
+
+    size = len(load_dataset(data))
+    return size if limit is None else min(limit, size)
+
+
+def decode_in_parts(
+    checkpoint: Path, data: str, decoder: str, out: Path, limit: int | None, chunk: int
+) -> None:
+    """Decode into `out` in parts of `chunk` instances, each a results JSON in `<out>.parts/`:
+    a rerun after an interruption decodes only the parts not yet written (or written from
+    another best epoch). When all are there they are merged into `out` and removed."""
+    from nco.results import Results, read_results, write_results
+
+    epoch = checkpoint_epoch(checkpoint)
+    total = instances_to_decode(data, limit)
+    folder = out.with_suffix(".parts")
+    folder.mkdir(exist_ok=True)
+    files = []
+    for start in range(0, total, chunk):
+        size = min(chunk, total - start)
+        part = folder / f"{start:06d}.json"
+        if not is_current(part, epoch, size, start):
+            print(f"{out.name}: instances {start}..{start + size - 1} of {total}", flush=True)
+            cmd = decode_command(checkpoint, data, decoder, part, size, start)
+            subprocess.run(cmd, cwd=REPO, check=True)
+        files.append(part)
+    parts = [read_results(f) for f in files]
+    wall = sum(p.wall_time_s for p in parts)
+    lists = {
+        field: None
+        if any(getattr(p, field) is None for p in parts)
+        else [v for p in parts for v in getattr(p, field)]
+        for field in ("references", "solutions")
+    }
+    first = parts[0]
+    info = {**first.info, "limit": limit, "offset": 0, "parts": len(parts)}
+    info["instances_per_s"] = total / max(wall, 1e-9)
+    whole = Results(
+        problem=first.problem,
+        dataset=first.dataset,
+        method=first.method,
+        objectives=[v for p in parts for v in p.objectives],
+        wall_time_s=wall,
+        info=info,
+        **lists,
+    )
+    write_results(whole, out)
+    shutil.rmtree(folder)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Greedy and beam-16 gaps of each run's best.pt on the study's test set; results that are
-    current (same best epoch, same instances) are kept unless --force, so a rerun continues."""
+    current (same best epoch, same instances) are kept unless --force, so a rerun continues
+    (with --chunk also within one run's decoding, part by part)."""
     spec = STUDIES[args.study]
     for folder in sorted((RUNS / args.study).glob("*_s*")):
         if not (folder / "best.pt").is_file():
@@ -1002,6 +1058,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             out = RESULTS / f"{args.study}__{folder.name}__{name}.json"
             if not args.force and is_current(out, epoch, args.limit):
                 print(f"{out.name}: current (epoch {epoch}), kept")
+                continue
+            if args.chunk:
+                if args.force:
+                    shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
+                decode_in_parts(folder / "best.pt", spec.test, name, out, args.limit, args.chunk)
                 continue
             cmd = decode_command(folder / "best.pt", spec.test, name, out, args.limit)
             subprocess.run(cmd, cwd=REPO, check=True)
@@ -1305,6 +1366,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     evaluate.add_argument(
         "--force", action="store_true", help="decode again even where the results are current"
+    )
+    evaluate.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        help="decode in resumable parts of CHUNK instances (<results>.parts/, merged when done)",
     )
     ship = sub.add_parser("ship", help="ship a run's best.pt with test gaps and manifest")
     ship.add_argument("--study", choices=STUDIES, required=True)

@@ -102,6 +102,20 @@ def test_greedy_json_matches_direct_decoding(files) -> None:
     assert result["method"].startswith("best.pt greedy")
 
 
+def test_offset_decodes_a_slice_equal_to_that_part_of_the_whole(files) -> None:
+    """offset=1 limit=2 decodes instances 1 and 2 against their references, as the whole run
+    does; an offset past the data is an error naming it."""
+    whole = run_eval(files, "search=greedy", "save_solutions=true")
+    part = run_eval(files, "search=greedy", "offset=1", "limit=2", "save_solutions=true")
+    assert part["objectives"] == whole["objectives"][1:3]
+    assert part["solutions"] == whole["solutions"][1:3]
+    np.testing.assert_allclose(part["references"], REFERENCES[1:3])
+    assert (part["info"]["offset"], part["info"]["limit"], whole["info"]["offset"]) == (1, 2, 0)
+    assert run_eval(files, "offset=3")["references"] == [REFERENCES[3]]
+    with pytest.raises(ValueError, match=r"tsp10.npz: expected offset in 0..3 \(4 instances\)"):
+        run_eval(files, "offset=4")
+
+
 def test_gumbeldore_is_consistent_and_reproducible(files) -> None:
     """Gumbeldore 4 x 2 gives consistent JSON; the same seed gives the same tours."""
     args = (

@@ -200,6 +200,65 @@ def test_evaluate_decodes_the_chosen_seeds_best_checkpoints(tmp_path: Path, monk
     assert decoded() == ["sl_s0"]
 
 
+def test_evaluate_in_parts_resumes_an_interrupted_decode_and_merges_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """`evaluate --chunk 4` decodes 10 test instances as parts 0-3, 4-7, 8-9; after a failure
+    a rerun decodes only the missing parts (all of them once best.pt's epoch moved), and the
+    merged file holds every instance in order, counts as current, and replaces the parts."""
+    from nco.results import Results, write_results
+
+    run = tmp_path / "runs" / "tsp50" / "gd_s0"
+    run.mkdir(parents=True)
+    (run / "best.pt").touch()
+    monkeypatch.setattr(repro, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(repro, "RESULTS", tmp_path / "results")
+    (tmp_path / "results").mkdir()
+    epoch = {"now": 5}
+    monkeypatch.setattr(repro, "checkpoint_epoch", lambda path: epoch["now"])
+    monkeypatch.setattr(repro, "instances_to_decode", lambda data, limit: 10)
+    decoded, fail_at = [], {4}
+
+    def decode(cmd: list[str], **kw) -> None:  # nco-eval on a slice: cost = instance index
+        arg = dict(a.split("=", 1) for a in cmd if "=" in a)
+        offset, limit = int(arg.get("offset", 0)), int(arg["limit"])
+        if offset in fail_at:
+            fail_at.clear()
+            raise repro.subprocess.CalledProcessError(1, cmd)
+        decoded.append(offset)
+        info = {"checkpoint_meta": {"epoch": epoch["now"]}, "limit": limit, "offset": offset}
+        costs = [float(offset + i) for i in range(limit)]
+        refs = [1.0] * limit
+        write_results(
+            Results("tsp", "kool:tsp50_test", "best.pt beam", costs, refs, 2.0, info=info),
+            arg["out"],
+        )
+
+    monkeypatch.setattr(repro.subprocess, "run", decode)
+    command = ["evaluate", "--study", "tsp50", "--decoders", "beam16", "--chunk", "4"]
+    out = tmp_path / "results" / "tsp50__gd_s0__beam16.json"
+    with pytest.raises(repro.subprocess.CalledProcessError):
+        repro.main(command)
+    assert decoded == [0] and not out.exists()
+    assert (out.with_suffix(".parts") / "000000.json").is_file()
+    repro.main(command)
+    assert decoded == [0, 4, 8]
+    whole = repro.json.loads(out.read_text())
+    assert whole["objectives"] == [float(i) for i in range(10)]
+    assert whole["num_instances"] == 10 and whole["wall_time_s"] == 6.0
+    assert (whole["info"]["limit"], whole["info"]["offset"], whole["info"]["parts"]) == (None, 0, 3)
+    assert not out.with_suffix(".parts").exists()
+    repro.main(command)  # current: nothing decoded
+    assert decoded == [0, 4, 8]
+    fail_at.add(8)
+    epoch["now"] = 6  # a new best epoch: the parts of the old one are not reused
+    with pytest.raises(repro.subprocess.CalledProcessError):
+        repro.main(command)
+    epoch["now"] = 7
+    repro.main(command)
+    assert decoded == [0, 4, 8, 0, 4, 0, 4, 8]
+
+
 def test_report_collects_test_gaps_and_flags_stale_ones(
     tmp_path: Path, monkeypatch, capsys
 ) -> None:
