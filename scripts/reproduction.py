@@ -735,19 +735,20 @@ def read_tests(study: str, runs: dict[str, dict]) -> dict[str, dict[str, dict]]:
 
 
 def arm_table(tests: dict[str, dict[str, dict]]) -> list[str]:
-    """Markdown rows per arm: each decoder's test gap per seed and their mean."""
+    """Markdown rows per arm: each decoder's test gap per seed and their mean (each gap with
+    its instance count where a decoder's results differ in it, e.g. a test set half done)."""
+    sizes = {d: {t[d]["num_instances"] for t in tests.values() if d in t} for d in DECODERS}
     arms: dict[str, dict[str, list[tuple[str, float]]]] = {}
     for name, by_decoder in sorted(tests.items()):
         method, seed = name.rsplit("_s", 1)
         for decoder, t in by_decoder.items():
             mark = " (stale)" if t["stale"] else ""
+            if len(sizes[decoder]) > 1:
+                mark += f" (on {t['num_instances']})"
             arms.setdefault(method, {}).setdefault(decoder, []).append(
                 (f"s{seed} {t['mean_gap']:.3f}{mark}", t["mean_gap"])
             )
-    counts = {
-        d: "/".join(map(str, sorted({t[d]["num_instances"] for t in tests.values() if d in t})))
-        for d in DECODERS
-    }
+    counts = {d: "/".join(map(str, sorted(sizes[d]))) for d in DECODERS}
     rows = [
         "| arm | "
         + " | ".join(f"{d} gap % (per seed; mean; {counts[d]} instances)" for d in DECODERS)

@@ -297,7 +297,7 @@ def test_report_collects_test_gaps_and_flags_stale_ones(
     assert set(test["sl_s0"]) == {"beam16"}
     assert not test["wr_s0"]["greedy"]["stale"]  # the starting weights, decoded as such
     out = capsys.readouterr().out
-    assert "| GD | s0 2.500, s1 3.500 (stale); **3.000** | - |" in out
+    assert "| GD | s0 2.500 (on 100), s1 3.500 (stale) (on 10000); **3.000** | - |" in out
     assert "| SL | - | s0 0.400; **0.400** |" in out
     header = "greedy gap % (per seed; mean; 100/10000 instances) | beam16 gap % (per seed; mean; "
     assert header + "100 instances) |" in out
