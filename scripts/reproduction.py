@@ -1048,6 +1048,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     """Greedy and beam-16 gaps of each run's best.pt on the study's test set; results that are
     current (same best epoch, same instances) are kept unless --force, so a rerun continues
     (with --chunk also within one run's decoding, part by part)."""
+    if args.chunk is not None and args.chunk < 1:
+        raise SystemExit(f"--chunk {args.chunk}: expected a number of instances >= 1")
     spec = STUDIES[args.study]
     for folder in sorted((RUNS / args.study).glob("*_s*")):
         if not (folder / "best.pt").is_file():

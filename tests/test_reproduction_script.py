@@ -236,6 +236,8 @@ def test_evaluate_in_parts_resumes_an_interrupted_decode_and_merges_it(
 
     monkeypatch.setattr(repro.subprocess, "run", decode)
     command = ["evaluate", "--study", "tsp50", "--decoders", "beam16", "--chunk", "4"]
+    with pytest.raises(SystemExit, match="--chunk 0: expected a number of instances >= 1"):
+        repro.main([*command[:-1], "0"])
     out = tmp_path / "results" / "tsp50__gd_s0__beam16.json"
     with pytest.raises(repro.subprocess.CalledProcessError):
         repro.main(command)
