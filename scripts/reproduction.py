@@ -387,12 +387,8 @@ def require_last_checkpoint(study: str, folder: Path, start: int) -> None:
 
 def cmd_run(args: argparse.Namespace) -> None:
     """Round-robin chunks of every run until all reach the study length or time runs out."""
-    spec = STUDIES[args.study]
-    if "sl" in args.methods and not (REPO / spec.sl_data).is_file():
-        raise SystemExit(
-            f"{REPO / spec.sl_data}: the SL arm's expert data is missing; write it first with\n"
-            f"  python scripts/make_expert_data.py {spec.expert} --out {spec.sl_data}"
-        )
+    if "sl" in args.methods:
+        expert_data(args.study, None, "the SL arm's expert data is missing")
     total = min(target_epochs(args.study), args.until or sys.maxsize)
     set_schedule(args.study, args.lr_decay, args.decay_from)
     runs = [(m, s) for s in args.seeds for m in args.methods]
@@ -573,14 +569,15 @@ def read_init(study: str, source: Path) -> Init:
     return Init(sizes, grown or None, loaded.meta.get("epoch"))
 
 
-def expert_data(study: str, given: str | None) -> str:
-    """The expert .npz a supervised fine-tune imitates (the study's SL data unless `given`),
-    as recorded in finetune.json: relative to the repository where it lies inside it."""
+def expert_data(study: str, given: str | None, missing: str) -> str:
+    """The expert .npz that SL imitates (the study's SL data unless `given`), as recorded in
+    finetune.json: relative to the repository where it lies inside it. SystemExit saying
+    `missing` and the command that writes the file when it is not there."""
     spec = STUDIES[study]
     path = Path(given).absolute() if given else REPO / spec.sl_data
     if not path.is_file():
         raise SystemExit(
-            f"{path}: no expert data for --method sl; write it first with\n"
+            f"{path}: {missing}; write it first with\n"
             f"  python scripts/make_expert_data.py {spec.expert} --out {shown_path(path)}"
         )
     return shown_path(path)
@@ -610,7 +607,7 @@ def cmd_finetune(args: argparse.Namespace) -> None:
     if args.batch_size:
         setup["batch_size"] = args.batch_size
     if args.method == "sl":
-        setup["sl_data"] = expert_data(args.study, args.sl_data)
+        setup["sl_data"] = expert_data(args.study, args.sl_data, "no expert data for --method sl")
         del setup["p_min"]  # imitation samples nothing
     elif args.sl_data is not None:
         raise SystemExit(f"--sl-data is for --method sl, not {args.method}")
@@ -1000,14 +997,19 @@ def instances_to_decode(data: str, limit: int | None) -> int:
 
 
 def decode_in_parts(
-    checkpoint: Path, data: str, decoder: str, out: Path, limit: int | None, chunk: int
+    checkpoint: Path,
+    epoch: int | None,
+    data: str,
+    decoder: str,
+    out: Path,
+    limit: int | None,
+    chunk: int,
 ) -> None:
     """Decode into `out` in parts of `chunk` instances, each a results JSON in `<out>.parts/`:
     a rerun after an interruption decodes only the parts not yet written (or written from
-    another best epoch). When all are there they are merged into `out` and removed."""
+    a best.pt of another `epoch`). When all are there they are merged into `out` and removed."""
     from nco.results import Results, read_results, write_results
 
-    epoch = checkpoint_epoch(checkpoint)
     total = instances_to_decode(data, limit)
     folder = out.with_suffix(".parts")
     folder.mkdir(exist_ok=True)
@@ -1065,7 +1067,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             if args.chunk:
                 if args.force:
                     shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
-                decode_in_parts(folder / "best.pt", spec.test, name, out, args.limit, args.chunk)
+                decode_in_parts(
+                    folder / "best.pt", epoch, spec.test, name, out, args.limit, args.chunk
+                )
                 continue
             cmd = decode_command(folder / "best.pt", spec.test, name, out, args.limit)
             subprocess.run(cmd, cwd=REPO, check=True)
