@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from nco import search
+from nco.allocator import keep_freed_memory
 from nco.checkpoint import load
 from nco.paths import DATA_DIR
 from nco.progress import progress_bar
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.instances < 1:
         parser.error("--epochs and --instances must be positive")
+    keep_freed_memory()
     torch.set_num_threads(1)  # small models: threads only add contention on a few cores
     out = Path(args.out).resolve()
     print(f"[1/3] Training TSP20 by Gumbeldore self-improvement for {args.epochs} epochs -> {out}")

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from nco import checkpoint
+from nco.allocator import keep_freed_memory
 from nco.datasets import Dataset, load_datasets
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
@@ -370,6 +371,7 @@ def run(cfg: DictConfig) -> Results:
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="evaluate")
 def main(cfg: DictConfig) -> None:
     """Console entry point `nco-eval` (Hydra key=value overrides)."""
+    keep_freed_memory()
     run(cfg)
 
 

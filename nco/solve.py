@@ -30,6 +30,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint
+from nco.allocator import keep_freed_memory
 from nco.datasets import Dataset, load_dataset
 from nco.decode import decode
 from nco.evaluate import (
@@ -230,6 +231,7 @@ def _instance_name(file: Path, dataset: Dataset, index: int) -> str:
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="solve")
 def main(cfg: DictConfig) -> None:
     """Console entry point `nco-solve` (Hydra key=value overrides)."""
+    keep_freed_memory()
     run(cfg)
 
 

@@ -23,6 +23,7 @@ from hydra.utils import get_method, instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint, registry
+from nco.allocator import keep_freed_memory
 from nco.distributed import Sampler, make_sampler
 from nco.env import Batch, Env
 from nco.hardware import warn_slow_bf16
@@ -204,6 +205,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     """Hydra entry point; returns the best validation objective (for sweepers)."""
+    keep_freed_memory()
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     warnings.filterwarnings("ignore", ".*IterableDataset. has .__len__. defined.*")
     return run(cfg)["best_objective"]

@@ -22,6 +22,7 @@ from ray.exceptions import RayActorError, RayTaskError
 from torch import nn
 
 from nco import registry
+from nco.allocator import keep_freed_memory
 from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, sample_chunk
 from nco.env import Batch
 from nco.progress import progress_bar
@@ -41,6 +42,7 @@ class SamplingWorker:
         threads: int,
         packages: tuple[str, ...] = (),
     ) -> None:
+        keep_freed_memory()
         torch.set_num_threads(max(1, threads))
         for package in packages:  # the driver's plugin packages: their classes may be built
             registry.add_plugin_package(package)

@@ -1,0 +1,53 @@
+"""keep_freed_memory: freed large tensors are reused instead of mapped and faulted in again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nco.allocator import keep_freed_memory, user_settings
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
+
+# 48 MiB tensors: above glibc's largest adaptive mmap threshold (32 MiB), so with its defaults
+# every one is mapped afresh and each of its pages faulted in when written.
+CHILD = """
+import json, resource, sys, torch
+from nco.allocator import keep_freed_memory
+took = keep_freed_memory() if sys.argv[1] == "tuned" else None
+for _ in range(20):  # small allocations in between split freed blocks until the heap settles
+    torch.empty(12 << 20).fill_(1.0)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    torch.empty(12 << 20).fill_(1.0)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+print(json.dumps({"took": took, "faults": after - before}))
+"""
+
+
+def _faults(mode: str) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, mode], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(user_settings(), reason="the environment sets malloc thresholds")
+def test_freed_tensors_are_reused_without_page_faults():
+    default, tuned = _faults("default"), _faults("tuned")
+    assert tuned["took"] is True
+    pages = 10 * (48 << 20) // 4096
+    assert default["faults"] > pages // 2  # glibc's defaults fault every tensor in again
+    assert tuned["faults"] < pages // 20  # kept in the heap: its pages stay mapped
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("MALLOC_MMAP_THRESHOLD_", "131072"), ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")],
+)
+def test_a_users_own_malloc_settings_are_kept(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    assert keep_freed_memory() is False
