@@ -119,6 +119,8 @@ def main() -> None:
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=MODES, default="default", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if min(args.instances, args.steps, args.batch_size, args.threads, args.repeats) < 1:
+        parser.error("--instances, --steps, --batch-size, --threads and --repeats must be positive")
     if args.child:
         print(json.dumps(child(args.child, args.mode, args)))
         return
