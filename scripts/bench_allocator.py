@@ -4,9 +4,9 @@ Each case runs in a fresh subprocess, once with glibc's defaults and once with t
 nco's commands apply, alternating for `--repeats` rounds so that load on a shared machine
 hits both alike. A case decodes `--instances` generated instances of a checkpoint's problem
 by beam search 16 (what `nco-eval search=beam` does per batch), or takes `--steps` Adam
-steps on random sub-trajectories of such instances (what a training epoch does between its
-sampling). Reported per case and mode: median wall, user and system seconds, peak resident
-memory; and the ratios default / tuned.
+steps on random sub-trajectories of such instances (bench_train.py's steps: what a training
+epoch does between its sampling). Reported per case and mode: median wall, user and system
+seconds, peak resident memory; and the ratios default / tuned.
 
     python scripts/bench_allocator.py --out data/results/bench/allocator_cpu.json
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from bench_train import _buffer, time_steps  # scripts/ is on the path when this file runs
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINTS = {
@@ -40,17 +41,6 @@ def _usage() -> tuple[float, float]:
     return u.ru_utime, u.ru_stime
 
 
-def _random_actions(env: Any, instances: Any, gen: torch.Generator) -> torch.Tensor:
-    """A random feasible solution per instance: the shapes a training buffer holds."""
-    state = env.reset(instances)
-    actions = []
-    for _ in range(env.max_steps(instances)):
-        a = torch.multinomial(env.action_mask(state).float(), 1, generator=gen).squeeze(1)
-        actions.append(a)
-        state = env.step(state, a)
-    return torch.stack(actions, 1)
-
-
 def child(case: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     """One case in this process, after applying `mode`; its times and peak memory."""
     from nco import search
@@ -63,25 +53,17 @@ def child(case: str, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     kind, problem = case.split(":")
     loaded = load(CHECKPOINTS[problem])
     policy, env = loaded.policy, loaded.env
-    gen = torch.Generator().manual_seed(0)
-    instances = env.generate(args.instances, gen)
+    buffer = _buffer(env, args.instances, seed=0)  # instances and a random solution of each
     if kind == "train":
-        actions = _random_actions(env, instances, gen)
         module = SelfImprovementModule(policy.train(), env)
-        optim = module.configure_optimizers()
     u0, s0 = _usage()
     t0 = time.perf_counter()
     if kind == "beam16":
-        result = float(search.beam_search(policy, env, instances, 16).best().objective.mean())
+        result = float(search.beam_search(policy, env, buffer[0], 16).best().objective.mean())
     else:
-        for _ in range(args.steps):
-            idx = torch.randint(args.instances, (args.batch_size,), generator=gen)
-            states, targets = env.training_batch(instances.index(idx), actions[idx], gen)
-            loss = module.loss(states, targets)
-            optim.zero_grad(set_to_none=True)
-            loss.backward()
-            optim.step()
-        result = float(loss)
+        cpu = torch.device("cpu")
+        steps = time_steps(module, env, buffer, args.batch_size, args.steps, 0, "fp32", cpu)
+        result = steps["losses"][-1]
     wall = time.perf_counter() - t0
     u1, s1 = _usage()
     return {
