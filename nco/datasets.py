@@ -4,7 +4,7 @@ A `Dataset` holds the arrays of DESIGN.md's `.npz` layout (TSP `coords`; CVRP `d
 `demands`, `capacity`; JSSP `durations`, `machines`) with a leading instance dimension, plus
 per-instance reference costs. Named sets:
 
-Named sets belong to the problems (their descriptors in `problems/<p>/problem.py` declare them;
+Named sets belong to the problems (their descriptors in `nco/problems/<p>/problem.py` declare them;
 this module names none):
 
 - `kool:{tsp,cvrp}{20,50,100}_{test,val}`: Kool et al.'s 10,000-instance sets, regenerated bit

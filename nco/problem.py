@@ -1,6 +1,6 @@
 """Problem descriptors: everything the core commands need to know about one problem.
 
-Each `problems/<p>/__init__.py` (or a package outside this tree, after
+Each `nco/problems/<p>/__init__.py` (or a package outside this tree, after
 `nco.registry.add_plugin_package`) builds one `Problem` and calls `nco.registry.register_problem`.
 `nco-eval`, `nco-solve`, `nco-baseline` and `nco.datasets` dispatch through it and name no
 problem themselves. Only `name`, `env` and `instances` are required; a problem without file
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 if TYPE_CHECKING:
     from nco.datasets import Dataset, GeneratedSet
@@ -50,6 +51,8 @@ class Problem:
         coord_fields: fields holding 2-D coordinates, mapped into the unit square for policies.
         read: a dataset file -> `Dataset` (references and names included where the file has
             them); library files set `Dataset.metric` and `weights`.
+        read_expert: a file of instances with expert solutions -> (instances, actions Long[N, T])
+            for supervised training (`nco-train mode=sl sl_data=...`).
         suffixes: the file suffixes `read` takes (".npz" files are matched by `recognise`).
         recognise: the `.npz` field names -> True when they are this problem's layout.
         library_suffixes: one-instance library files (TSPLIB .tsp) evaluated file by file.
@@ -75,6 +78,7 @@ class Problem:
     fields: tuple[str, ...] = ()
     coord_fields: tuple[str, ...] = ()
     read: Callable[[Path], Dataset] | None = None
+    read_expert: Callable[[Path], tuple[Batch, torch.Tensor]] | None = None
     suffixes: tuple[str, ...] = ()
     recognise: Callable[[set[str]], bool] | None = None
     library_suffixes: tuple[str, ...] = ()

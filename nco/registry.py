@@ -6,8 +6,8 @@ class registered here, imports nothing outside the plugin packages to find it, a
 with plain keyword arguments (no nested `_target_`, no `_partial_`, `_args_` or other Hydra
 keys), so a crafted file cannot make nco call `builtins.open`, `os.system` or anything else.
 
-Problems and models register their own classes (`problems/<p>/__init__.py`,
-`models/__init__.py`), so adding one needs no edit here; a package outside this tree calls
+Problems and models register their own classes (`nco/problems/<p>/__init__.py`,
+`nco/models/__init__.py`), so adding one needs no edit here; a package outside this tree calls
 `add_plugin_package` once and registers its classes the same way. A problem registers one
 descriptor (`nco.problem.Problem`, `register_problem`), which also allowlists its env and
 instance classes; the commands find problems only through `get_problem` / `problem_of_env`.
@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 
 KINDS = ("policy", "env", "instances")
 _CLASSES: dict[str, set[type]] = {kind: set() for kind in KINDS}
-_PACKAGES = {"models", "problems"}
+BUILTIN_PACKAGES = ("nco.models", "nco.problems")
+LEGACY_PREFIXES = {"models.": "nco.models.", "problems.": "nco.problems."}
+_PLUGINS: set[str] = set()  # top-level packages added by `add_plugin_package`
 _READS: dict[type, frozenset[str]] = {}  # policy class -> the env names whose states it reads
 _PROBLEMS: dict[str, Problem] = {}
 
@@ -49,22 +51,21 @@ def register_problem(problem: Problem) -> None:
 
 
 def load_plugins() -> None:
-    """Import every problem package (`problems.<p>` and the plugin packages) so they register."""
+    """Import every problem package (`nco.problems.<p>` and the plugin packages) so they
+    register."""
+    module = importlib.import_module("nco.problems")
+    for info in pkgutil.iter_modules(module.__path__):
+        if info.ispkg:
+            importlib.import_module(f"nco.problems.{info.name}")
     for package in plugin_packages():
-        if package == "models":
-            continue
-        module = importlib.import_module(package)
-        if package == "problems":
-            for info in pkgutil.iter_modules(module.__path__):
-                if info.ispkg:
-                    importlib.import_module(f"problems.{info.name}")
+        importlib.import_module(package)
 
 
 def get_problem(name: Any) -> Problem:
     """The descriptor registered as `name`; ValueError listing the registered ones."""
     if name not in _PROBLEMS and isinstance(name, str) and name.isidentifier():
         try:
-            importlib.import_module(f"problems.{name}")
+            importlib.import_module(f"nco.problems.{name}")
         except ImportError:
             load_plugins()
     if name not in _PROBLEMS:
@@ -78,6 +79,21 @@ def problem_names() -> list[str]:
     """Names of every registered problem (after importing the problem packages), sorted."""
     load_plugins()
     return sorted(_PROBLEMS)
+
+
+def problem_name(problem_cfg: Mapping[str, Any]) -> str:
+    """A problem config's `name`, else the registered problem whose env its `_target_` (or
+    `env._target_`) names; ValueError when it names neither."""
+    if problem_cfg.get("name"):
+        return str(problem_cfg["name"])
+    env_cfg = problem_cfg.get("env") or {}
+    target = problem_cfg.get("_target_") or env_cfg.get("_target_")
+    if target:
+        env_cls = resolve("env", target, "problem.env._target_")
+        for problem in _PROBLEMS.values():
+            if problem.env is env_cls:
+                return problem.name
+    raise ValueError("problem config: expected a 'name' or a registered env _target_.")
 
 
 def problem_of_env(env: Any) -> Problem:
@@ -125,12 +141,26 @@ def add_plugin_package(name: str) -> None:
     """Let targets under the top-level package `name` be looked up (its modules register)."""
     if not name.isidentifier():
         raise ValueError(f"registry: expected a package name, got {name!r}.")
-    _PACKAGES.add(name)
+    _PLUGINS.add(name)
 
 
 def plugin_packages() -> tuple[str, ...]:
-    """The top-level packages whose modules may be looked up (for worker processes)."""
-    return tuple(sorted(_PACKAGES))
+    """The packages added by `add_plugin_package` (for worker processes)."""
+    return tuple(sorted(_PLUGINS))
+
+
+def canonical_target(target: str) -> str:
+    """`target` with a pre-1.0 `models.` / `problems.` prefix mapped into `nco.`."""
+    for old, new in LEGACY_PREFIXES.items():
+        if target.startswith(old):
+            return new + target[len(old) :]
+    return target
+
+
+def _allowed_module(module_name: str) -> bool:
+    """True for modules of nco's model and problem packages and of the plugin packages."""
+    roots = (*BUILTIN_PACKAGES, *_PLUGINS)
+    return any(module_name == root or module_name.startswith(root + ".") for root in roots)
 
 
 def registered(kind: str) -> list[str]:
@@ -148,12 +178,12 @@ def resolve(kind: str, target: Any, field: str) -> type:
         raise ValueError(f"registry: unknown kind {kind!r}; expected one of {KINDS}.")
     if not isinstance(target, str) or "." not in target:
         raise ValueError(f"{field}: expected a dotted class name, got {target!r}.")
-    module_name, _, attr = target.replace(":", ".").rpartition(".")
+    module_name, _, attr = canonical_target(target.replace(":", ".")).rpartition(".")
     refused = ValueError(
         f"{field}: {target!r} is not a registered nco {kind} class; "
         f"expected one of {registered(kind) or '(none registered)'}."
     )
-    if module_name.split(".")[0] not in _PACKAGES:
+    if not _allowed_module(module_name):
         raise refused
     try:
         module = sys.modules.get(module_name) or importlib.import_module(module_name)

@@ -32,10 +32,10 @@ def peak_rss_gib() -> float:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One Gumbeldore call in this process; its memory and trie statistics."""
-    from models.bq import BQPolicy
     from nco import search
+    from nco.models.bq import BQPolicy
+    from nco.problems.tsp import TSPEnv
     from nco.search import decoders
-    from problems.tsp import TSPEnv
 
     tries = []
 

@@ -29,13 +29,13 @@ import torch
 from omegaconf import OmegaConf
 from torch import nn
 
-import models.jssp_transformer as jssp_transformer
+import nco.models.jssp_transformer as jssp_transformer
 from nco import registry
 from nco.env import Batch, Env
 from nco.paths import CONFIG_DIR
+from nco.problems.jssp import JSSPEnv
+from nco.problems.tsp import TSPEnv
 from nco.testing import random_steps
-from problems.jssp import JSSPEnv
-from problems.tsp import TSPEnv
 
 # Operator name fragments of the attention kernels (CPU and CUDA forms).
 ATTENTION = ("scaled_dot_product", "flash_attention", "efficient_attention", "cudnn_attention")

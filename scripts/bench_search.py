@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from models.bq import BQPolicy
 from nco import search
 from nco.decode import decode
+from nco.models.bq import BQPolicy
+from nco.problems.tsp import TSPEnv
 from nco.search.policy_eval import STATS
-from problems.tsp import TSPEnv
 
 
 def _run(fn: Callable[[], object], repeats: int) -> dict[str, float]:

@@ -8,7 +8,7 @@ study sizes and the paper's TSP100 BQ). bf16 is measured by default only where t
 has bf16 matrix units (a GPU, or a CPU whose oneDNN reports bf16 support); elsewhere it is
 far slower than fp32 (`--precisions fp32 bf16` measures it anyway). `--profile` adds where
 the device step's time goes, by kind of operator. With `--epoch`, also runs one real epoch of
-the first experiment through `nco.train` in a subprocess and reports its sampling, training
+the first experiment through `nco-train` in a subprocess and reports its sampling, training
 and validation seconds from the metrics CSV.
 
     python scripts/bench_train.py --profile --out data/results/bench_train_cpu.json
@@ -154,12 +154,12 @@ def profile_step(
 
 
 def one_epoch(experiment: str, overrides: list[str], device: str) -> dict[str, Any]:
-    """One epoch of `nco.train experiment=...` in a subprocess; its timings from metrics.csv."""
+    """One epoch of `nco-train experiment=...` in a subprocess; its timings from metrics.csv."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             sys.executable,
             "-m",
-            "nco.train",
+            "nco.cli.train",
             f"experiment={experiment}",
             "trainer.max_epochs=1",
             "distributed=local",

@@ -47,11 +47,11 @@ from unittest import mock
 import numpy as np
 import torch
 
-from models.bq import BQPolicy
 from nco import search
+from nco.models.bq import BQPolicy
+from nco.problems.tsp import TSPEnv, TSPInstances
 from nco.search.policy_eval import STATS
 from nco.search.solutions import Solutions
-from problems.tsp import TSPEnv, TSPInstances
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gumbeldore"
 PAPER_DIMS = (128, 9, 8, 512)  # dim, layers, heads, feed-forward: the paper's TSP BQ policy

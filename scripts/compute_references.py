@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nco.baseline import get_solver, solve_all
+from nco.baselines import get_solver, solve_all
 from nco.datasets import GENERATED_DIR, REFERENCES_DIR, load_dataset, save_npz
 from nco.solver import SolverResult
 
@@ -42,12 +42,12 @@ SOLVER_PACKAGES = {"lkh": "elkai", "exact": "ortools", "ortools": "ortools", "hg
 
 
 def solver_constants(problem: str) -> dict[str, float]:
-    """The numeric module constants of problems.<problem>.solvers (scales, runs, tolerances).
+    """The numeric module constants of nco.problems.<problem>.solvers (scales, runs, tolerances).
 
     Each log line records them; a run that resumes a log made with other constants warns,
     since a heuristic's costs may depend on them (move the old log away to start afresh).
     """
-    module = importlib.import_module(f"problems.{problem}.solvers")
+    module = importlib.import_module(f"nco.problems.{problem}.solvers")
     return {k: v for k, v in vars(module).items() if k.isupper() and isinstance(v, int | float)}
 
 

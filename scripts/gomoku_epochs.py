@@ -1,6 +1,6 @@
 """Gomoku (paper C.4): epochs until the greedy white policy beats the bot from every opening.
 
-Trains each variant for each seed as a separate `nco.train` run in a fixed folder
+Trains each variant for each seed as a separate `nco-train` run in a fixed folder
 `<out>/runs/<variant>_seed<seed>`, `--parallel` runs at a time (default 1; one torch thread each),
 reads `val/wins` per epoch from each run's metrics.csv and writes a JSON summary `<out>.json`
 and a plot `<out>.png` of greedy wins vs epoch (every run and the mean) and of the share of
@@ -166,7 +166,7 @@ def launch(variant: str, seed: int, args: argparse.Namespace) -> subprocess.Pope
     `<out>/<variant>_seed<seed>.log`."""
     folder = run_dir(variant, seed, args)
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "nco.train", *overrides(variant, args)]
+    cmd = [sys.executable, "-m", "nco.cli.train", *overrides(variant, args)]
     cmd += [f"seed={seed}", f"hydra.run.dir={folder}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     with open(args.out / f"{variant}_seed{seed}.log", "a") as log:
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
         print(markdown(write_snapshot(args)))
         return
     args.out.mkdir(parents=True, exist_ok=True)
-    # `kill PID` ends the script and its nco.train runs cleanly (last.ckpt keeps finished epochs)
+    # `kill PID` ends the script and its nco-train runs cleanly (last.ckpt keeps finished epochs)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     pending = [(v, s) for s in args.seeds for v in args.variants]
     active: dict[tuple[str, int], subprocess.Popen] = {}
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
                 del active[key]
                 if proc.returncode != 0:
                     log = args.out / f"{key[0]}_seed{key[1]}.log"
-                    raise SystemExit(f"{key[0]} seed {key[1]}: nco.train failed, see {log}")
+                    raise SystemExit(f"{key[0]} seed {key[1]}: nco-train failed, see {log}")
                 write_snapshot(args, running=set(active))
                 report(*key, args)
             if time.monotonic() - last_snapshot >= args.snapshot_s:

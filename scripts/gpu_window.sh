@@ -76,7 +76,7 @@ if ((!DRY)); then
             --upgrade --target /tmp/site .whl/*.whl 2>&1 | tee -a "$LOG"
         [ "${PIPESTATUS[0]}" -eq 0 ] || exit 4
         export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-        python3 -c "import hydra, lightning, nco.train" 2>&1 | tee -a "$LOG"
+        python3 -c "import hydra, lightning, nco.cli.train" 2>&1 | tee -a "$LOG"
         [ "${PIPESTATUS[0]}" -eq 0 ] || exit 4
         PY=python3
     elif [ ! -x "$PY" ]; then
@@ -112,7 +112,7 @@ step train 240 "$PY" scripts/bench_train.py --device cuda \
     --experiments tsp100_gumbeldore jssp_gumbeldore --profile --out "$OUT/train.json"
 # JSSP training probe: few instances per epoch, validation without references; the run dir
 # (checkpoints/last.ckpt, best.pt, logs/metrics.csv) lies under OUT_DIR.
-step jssp_probe 100000 "$PY" -m nco.train experiment=jssp_gumbeldore distributed.workers=0 \
+step jssp_probe 100000 "$PY" -m nco.cli.train experiment=jssp_gumbeldore distributed.workers=0 \
     "trainer.max_epochs=${NCO_PROBE_EPOCHS:-2}" training.instances_per_epoch=64 \
     training.batches_per_epoch=100 training.val_instances=20 training.val_batch_size=20 \
     training.val_gap=false training.progress=false sampling.batch_size=64 \

@@ -4,7 +4,7 @@
         --out data/generated/grown/cvrp20_l9_ff512.pt
 
 Added layers start as the identity and added feed-forward units with zero output weights
-(`models.growth`). The script checks that both policies give the same greedy objectives on
+(`nco.models.growth`). The script checks that both policies give the same greedy objectives on
 generated instances of the checkpoint's problem before it writes the file, whose `meta.grown`
 names the source (path and SHA-256) and the sizes before and after. Fine-tune it with
 `reproduction.py finetune --init <out>`, which trains the checkpoint's own architecture.
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-import models  # noqa: F401  (registers the policy classes)
-from models.growth import grow_into
+import nco.models  # noqa: F401  (registers the policy classes)
 from nco import checkpoint, registry
 from nco.decode import decode
+from nco.models.growth import grow_into
 
 SIZES = ("layers", "ff_dim")
 

@@ -6,9 +6,9 @@
 
 Held-out instances from the env's training generator (seeded by --seed) are solved by the
 problem's classical solver (TSP: exact branch-and-cut by default, or lkh; CVRP: hgs). Each
-solution becomes the env's action sequence (TSP: `problems.tsp.expert.tours_to_actions`, which
+solution becomes the env's action sequence (TSP: `nco.problems.tsp.expert.tours_to_actions`, which
 starts every tour at node 0 and keeps the solver's direction; CVRP:
-`problems.cvrp.routes.routes_to_actions`, the solver's route order), and is replayed with
+`nco.problems.cvrp.routes.routes_to_actions`, the solver's route order), and is replayed with
 `env.reset` / `env.step`, the states the policy decodes from. At every step the policy's logits,
 masked as the decoders mask them, give the next-action accuracy (argmax = the solver's action)
 and the NLL of the solver's action. The same policy's greedy decoding gives the gap to the
@@ -45,14 +45,14 @@ REPLAY_RTOL = 1e-6  # replayed cost vs solver cost (HGS searches on rounded dist
 
 def tsp_actions(solutions: list, instances: Batch) -> torch.Tensor:
     """TSPEnv actions Long[N, n-1] of solver tours."""
-    from problems.tsp.expert import tours_to_actions
+    from nco.problems.tsp.expert import tours_to_actions
 
     return tours_to_actions(np.asarray(solutions, dtype=np.int64))
 
 
 def cvrp_actions(solutions: list, instances: Batch) -> torch.Tensor:
     """CVRPEnv actions Long[N, n] of solver routes."""
-    from problems.cvrp.routes import routes_to_actions
+    from nco.problems.cvrp.routes import routes_to_actions
 
     n = instances.locs.shape[1]
     return torch.stack([routes_to_actions(routes, n) for routes in solutions])

@@ -18,5 +18,5 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     pip_install "torch==2.13.0"
 fi
 pip_install -e ".[dev]"
-.venv/bin/python -c "import nco, problems, models, torch, lightning, hydra, ray, ortools, pyvrp" \
+.venv/bin/python -c "import nco, nco.problems, nco.models, torch, lightning, hydra, ray, ortools, pyvrp" \
     || { echo "install.sh: installation is incomplete" >&2; exit 1; }

@@ -5,7 +5,7 @@ Taillard size group and decoder, as markdown and JSON.
     python scripts/jssp_table2.py checkpoint=best.pt out=t --groups 15x15 --methods greedy sbs16 \\
         --limit 5 --repeats 5 --baseline data/results/jssp_cpsat_15x15_60s.json
 
-Every cell is one `nco.evaluate.run` (the nco-eval command) on `taillard:<group>`: the gap is
+Every cell is one `nco.evaluation.run` (the nco-eval command) on `taillard:<group>`: the gap is
 the mean over instances of (makespan - ub) / ub with ub the best-known upper bound
 (data/jssp/taillard_bounds.csv), the time is the decoding wall time of the whole group. Options
 are `--key value` or `key=value`. Writes `<out>.md` and `<out>.json`.
@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 from hydra import compose, initialize_config_dir
 
-from nco.evaluate import CONFIG_DIR, run
+from nco.evaluation import run
+from nco.paths import CONFIG_DIR
 from nco.results import Results, read_results
 
 GROUPS = ("15x15", "20x15", "20x20", "30x15", "30x20", "50x15", "50x20", "100x20")

@@ -36,10 +36,10 @@ def generate(problem: str, size: int, num: int, seed: int) -> dict[str, np.ndarr
     """`num` training-distribution instances as numpy arrays (the problem's .npz fields)."""
     gen = torch.Generator().manual_seed(seed)
     if problem == "tsp":
-        from problems.tsp import TSPEnv
+        from nco.problems.tsp import TSPEnv
 
         return {"coords": TSPEnv(size).generate(num, gen).coords.numpy()}
-    from problems.cvrp import CVRPEnv
+    from nco.problems.cvrp import CVRPEnv
 
     inst = CVRPEnv(num_customers=size).generate(num, gen)
     return {
@@ -54,9 +54,9 @@ def solve_one(task: tuple[str, str, dict[str, np.ndarray], float, int]) -> tuple
     """Solve one instance in a worker process; returns (cost, solution)."""
     problem, solver, instance, time_limit, seed = task
     if problem == "tsp":
-        from problems.tsp.solvers import SOLVERS
+        from nco.problems.tsp.solvers import SOLVERS
     else:
-        from problems.cvrp.solvers import SOLVERS
+        from nco.problems.cvrp.solvers import SOLVERS
     result = SOLVERS[solver](instance, time_limit, seed)
     return result.cost, result.solution
 
@@ -65,7 +65,7 @@ def solution_arrays(problem: str, size: int, solutions: list[list]) -> dict[str,
     """Solver solutions as the expert fields of the problem's .npz layout."""
     if problem == "tsp":
         return {"tours": np.asarray(solutions, dtype=np.int32)}
-    from problems.cvrp.routes import routes_to_actions
+    from nco.problems.cvrp.routes import routes_to_actions
 
     actions = torch.stack([routes_to_actions(r, size) for r in solutions]).numpy()
     return {

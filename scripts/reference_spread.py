@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nco.baseline import solve_all
+from nco.baselines import solve_all
 from nco.datasets import GENERATED_DIR, load_dataset
 
 

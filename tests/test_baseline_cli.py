@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
-from nco.baseline import run
+from nco.baselines import run
+from nco.problems.cvrp.problem import kool_cvrp
+from nco.problems.cvrp.routes import routes_cost
+from nco.problems.tsp.problem import kool_tsp
+from nco.problems.tsp.solvers import tour_length
 from nco.results import Results, format_table, read_results, write_results
-from problems.cvrp.problem import kool_cvrp
-from problems.cvrp.routes import routes_cost
-from problems.tsp.problem import kool_tsp
-from problems.tsp.solvers import tour_length
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -174,14 +174,14 @@ def test_baseline_bad_arguments(overrides: list[str], match: str) -> None:
 
 
 def test_module_entry_point(tmp_path: Path) -> None:
-    """`python -m nco.baseline key=value ...` prints the table and writes the JSON."""
+    """`python -m nco.cli.baseline key=value ...` prints the table and writes the JSON."""
     np.savez(tmp_path / "d.npz", coords=kool_tsp(2, 10, 1)["coords"])
     out = tmp_path / "r.json"
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
-            "nco.baseline",
+            "nco.cli.baseline",
             "solver=ortools",
             f"data={tmp_path / 'd.npz'}",
             "time_limit=0.2",
@@ -202,8 +202,8 @@ def test_library_file_with_raw_coordinates(tmp_path: Path) -> None:
     """A TSPLIB file with coordinates in the hundreds: solved on the unit square (LKH used to
     abort on them) with the file's EUC_2D distances, cost in that metric equal to the exact
     EUC_2D optimum, the Euclidean length of the same tour beside it."""
-    from problems.tsp.io import tsplib_weights
-    from problems.tsp.solvers import solve_exact
+    from nco.problems.tsp.io import tsplib_weights
+    from nco.problems.tsp.solvers import solve_exact
 
     coords = np.random.default_rng(3).integers(0, 1000, size=(12, 2)).astype(np.float64)
     lines = "\n".join(f"{i + 1} {int(x)} {int(y)}" for i, (x, y) in enumerate(coords))

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import models.jssp_transformer as jssp_transformer
+import nco.models.jssp_transformer as jssp_transformer
 from tests.script_loader import load_script
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.bq import BQPolicy
 from nco import checkpoint
-from problems.tsp import TSPEnv
+from nco.models.bq import BQPolicy
+from nco.problems.tsp import TSPEnv
 
-MODEL = {"_target_": "models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
+MODEL = {"_target_": "nco.models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
 PROBLEM = {
     "name": "tsp",
     "num_nodes": 7,
-    "env": {"_target_": "problems.tsp.TSPEnv", "num_nodes": 7},
+    "env": {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": 7},
 }
 
 

@@ -92,7 +92,8 @@ def test_nco_demo(tmp_path: Path) -> None:
 def test_ray_is_imported_only_for_ray_sampling() -> None:
     """In-process training and the other commands never import Ray (a heavy, optional start)."""
     code = (
-        "import sys, nco.train, nco.evaluate, nco.solve, nco.baseline, nco.demo\n"
+        "import sys, nco.cli.train, nco.cli.evaluate, nco.cli.solve, nco.cli.baseline\n"
+        "import nco.cli.demo\n"
         "assert 'ray' not in sys.modules, 'ray imported'\n"
         "from nco.distributed import RaySampler\n"
         "assert 'ray' in sys.modules\n"

@@ -16,8 +16,8 @@ from nco.datasets import (
     load_dataset,
     named_sets,
 )
-from problems.cvrp.problem import kool_cvrp
-from problems.tsp.problem import kool_tsp
+from nco.problems.cvrp.problem import kool_cvrp
+from nco.problems.tsp.problem import kool_tsp
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO / ".." / "shared" / "data" / "reference"

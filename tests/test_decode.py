@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from models.bq import BQPolicy
 from nco.decode import METHODS, cat_solutions, decode
+from nco.models.bq import BQPolicy
+from nco.problems.tsp import TSPEnv
+from nco.problems.tsp.env import tour_length
 from nco.search import Solutions
-from problems.tsp import TSPEnv
-from problems.tsp.env import tour_length
 
 
 @pytest.fixture(scope="module")

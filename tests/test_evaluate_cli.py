@@ -14,14 +14,15 @@ from hydra.errors import MissingConfigException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from models.bq import BQPolicy
-from nco import checkpoint, evaluate
+from nco import checkpoint, evaluation, inference
+from nco.cli import evaluate as evaluate_cli
+from nco.models.bq import BQPolicy
+from nco.problems.jssp import JSSPEnv
+from nco.problems.jssp.io import write_npz
+from nco.problems.tsp import TSPInstances
+from nco.problems.tsp.io import save_tsp_npz
 from nco.results import read_results
 from nco.search import greedy
-from problems.jssp import JSSPEnv
-from problems.jssp.io import write_npz
-from problems.tsp import TSPInstances
-from problems.tsp.io import save_tsp_npz
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 REFERENCES = np.array([3.0, 3.5, 2.5, 4.0])
@@ -70,7 +71,7 @@ def run_eval(files: dict[str, Path], *overrides: str) -> dict:
             *overrides,
         ],
     )
-    evaluate.run(cfg)
+    evaluation.run(cfg)
     return json.loads(out.read_text())
 
 
@@ -143,20 +144,20 @@ def test_missing_checkpoint_is_reported(files) -> None:
     """A checkpoint path that does not exist raises ValueError naming it."""
     cfg = compose_cfg("evaluate", [f"checkpoint={files['root'] / 'nope.pt'}", "data=x.npz"])
     with pytest.raises(ValueError, match="nope.pt not found"):
-        evaluate.run(cfg)
+        evaluation.run(cfg)
 
 
 def test_shipped_checkpoints_are_named_and_unknown_names_listed() -> None:
     """`shipped:<name>` is data/checkpoints/<name>/best.pt wherever nco is installed; an
     unknown name raises ValueError listing the shipped ones."""
-    names = evaluate.shipped_checkpoints()
+    names = inference.shipped_checkpoints()
     assert {"tsp20", "cvrp20", "tsp20_quick"} <= set(names)
-    path = evaluate.check_checkpoint("shipped:tsp20", "nco-eval")
-    assert path == evaluate.DATA_DIR / "checkpoints" / "tsp20" / "best.pt" and path.is_file()
+    path = inference.check_checkpoint("shipped:tsp20", "nco-eval")
+    assert path == inference.DATA_DIR / "checkpoints" / "tsp20" / "best.pt" and path.is_file()
     with pytest.raises(ValueError, match=r"shipped:tsp21 is not shipped; expected one of .*"):
-        evaluate.check_checkpoint("shipped:tsp21", "nco-solve")
+        inference.check_checkpoint("shipped:tsp21", "nco-solve")
     with pytest.raises(ValueError, match="shipped:cvrp20, shipped:cvrp20_quick"):
-        evaluate.check_checkpoint("shipped:", "nco-eval")
+        inference.check_checkpoint("shipped:", "nco-eval")
 
 
 def test_problem_mismatch_is_reported(files) -> None:
@@ -165,7 +166,7 @@ def test_problem_mismatch_is_reported(files) -> None:
     write_npz(path, JSSPEnv(3, 3).generate(2, torch.Generator().manual_seed(0)))
     cfg = compose_cfg("evaluate", [f"checkpoint={files['checkpoint']}", f"data={path}"])
     with pytest.raises(ValueError, match="tsp policy but .* holds jssp instances"):
-        evaluate.run(cfg)
+        evaluation.run(cfg)
 
 
 def test_unknown_search_method_lists_valid_ones(files) -> None:
@@ -175,7 +176,7 @@ def test_unknown_search_method_lists_valid_ones(files) -> None:
         [f"checkpoint={files['checkpoint']}", f"data={files['data']}", "search.method=magic"],
     )
     with pytest.raises(ValueError, match="expected one of .*gumbeldore"):
-        evaluate.run(cfg)
+        evaluation.run(cfg)
     with pytest.raises(MissingConfigException, match="gumbeldore"):
         compose_cfg("evaluate", ["search=magic"])
 
@@ -185,22 +186,22 @@ def test_knn_is_automatic_per_problem_and_can_be_switched_off() -> None:
     checkpoint set one; knn=0 / none / off / false: no restriction; k >= 1 wins; bad values
     raise."""
     policy = BQPolicy(dim=8, layers=1, heads=2, ff_dim=8)
-    assert evaluate.configure_policy(policy, "tsp", 500, None, None)["knn"] is None
-    assert evaluate.configure_policy(policy, "cvrp", 250, None, None)["knn"] is None
-    assert evaluate.configure_policy(policy, "cvrp", 251, "bf16", None) == {
+    assert inference.configure_policy(policy, "tsp", 500, None, None)["knn"] is None
+    assert inference.configure_policy(policy, "cvrp", 250, None, None)["knn"] is None
+    assert inference.configure_policy(policy, "cvrp", 251, "bf16", None) == {
         "precision": "bf16",
         "knn": 250,
     }
-    assert evaluate.configure_policy(policy, "tsp", 500, None, None, saved_knn=100)["knn"] == 100
-    assert evaluate.configure_policy(policy, "tsp", 1000, None, 40)["knn"] == 40
+    assert inference.configure_policy(policy, "tsp", 500, None, None, saved_knn=100)["knn"] == 100
+    assert inference.configure_policy(policy, "tsp", 1000, None, 40)["knn"] == 40
     for off in (0, "0", "none", "off", "OFF", False):
-        assert evaluate.configure_policy(policy, "cvrp", 1000, None, off)["knn"] is None, off
+        assert inference.configure_policy(policy, "cvrp", 1000, None, off)["knn"] is None, off
         assert policy.knn is None
     with pytest.raises(ValueError, match="precision"):
-        evaluate.configure_policy(policy, "tsp", 10, "fp16", None)
+        inference.configure_policy(policy, "tsp", 10, "fp16", None)
     for bad in (-3, "many", True):
         with pytest.raises(ValueError, match="knn"):
-            evaluate.configure_policy(policy, "tsp", 10, None, bad)
+            inference.configure_policy(policy, "tsp", 10, None, bad)
 
 
 def test_console_entry_point(files, monkeypatch, capsys) -> None:
@@ -215,7 +216,7 @@ def test_console_entry_point(files, monkeypatch, capsys) -> None:
         f"out={out}",
     ]
     monkeypatch.setattr(sys, "argv", argv)
-    evaluate.main()
+    evaluate_cli.main()
     printed = capsys.readouterr().out
     assert "instances/s" in printed and "Average" in printed
     assert json.loads(out.read_text())["num_instances"] == 2

@@ -14,7 +14,7 @@ SCRIPT = load_script("gomoku_epochs")
 
 
 def write_metrics(path: Path, wins: list[float]) -> None:
-    """A Lightning-style CSV: validation rows and sampling rows per epoch, as nco.train logs."""
+    """A Lightning-style CSV: validation rows and sampling rows per epoch, as nco-train logs."""
     path.parent.mkdir(parents=True, exist_ok=True)
     keys = ["epoch", *SCRIPT.METRICS]
     with open(path, "w", newline="") as f:
@@ -147,7 +147,7 @@ def test_rerunning_the_command_continues_a_real_run(tmp_path: Path) -> None:
         epochs = [int(r["epoch"]) for r in csv.DictReader(f) if r.get("val/wins")]
     assert epochs == [0, 1]
     log = (tmp_path / "tiny" / "gd_mean_seed0.log").read_text()
-    assert log.count("nco.train") == 2
+    assert log.count("nco.cli.train") == 2
     result = json.loads((tmp_path / "tiny.json").read_text())
     assert result["runs"][0]["status"] in ("censored", "solved")
 
@@ -189,7 +189,7 @@ def test_parallel_runs_keep_that_many_going_and_stop_on_a_failure(
     monkeypatch.setattr(SCRIPT, "POLL_S", 0.0)
     out = tmp_path / "study"
     with pytest.raises(
-        SystemExit, match="gd_mean seed 1: nco.train failed, see .*gd_mean_seed1.log"
+        SystemExit, match="gd_mean seed 1: nco-train failed, see .*gd_mean_seed1.log"
     ):
         SCRIPT.main(["--board", "3", "--seeds", "0", "1", "--parallel", "2", "--out", str(out)])
     assert events == [

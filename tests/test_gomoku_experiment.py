@@ -11,11 +11,11 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from nco.decode import decode
+from nco.problems.gomoku import GomokuEnv
+from nco.problems.tsp import TSPEnv
 from nco.search.solutions import Solutions
-from nco.train import build, fixed_instance_set, run
 from nco.training.data import best_random_tie
-from problems.gomoku import GomokuEnv
-from problems.tsp import TSPEnv
+from nco.training.runner import build, fixed_instance_set, run
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 QUICK = ["trainer.accelerator=cpu", "logger=csv"]

@@ -11,19 +11,19 @@ import torch
 from script_loader import load_script
 from torch import nn
 
-from models.bq import BQPolicy
 from nco import checkpoint
-from problems.tsp import TSPEnv
-from problems.tsp.types import TSPInstances, TSPState
+from nco.models.bq import BQPolicy
+from nco.problems.tsp import TSPEnv
+from nco.problems.tsp.types import TSPInstances, TSPState
 
 gap = load_script("imitation_gap")
 
 N = 8
-MODEL = {"_target_": "models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
+MODEL = {"_target_": "nco.models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
 PROBLEM = {
     "name": "tsp",
     "num_nodes": N,
-    "env": {"_target_": "problems.tsp.TSPEnv", "num_nodes": N},
+    "env": {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": N},
 }
 
 

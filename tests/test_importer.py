@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from nco import checkpoint
-from nco.importer import import_reference
+from nco.importing import import_reference
+from nco.problems.tsp import TSPEnv
+from nco.problems.tsp.types import TSPState
 from nco.search import greedy
-from problems.tsp import TSPEnv
-from problems.tsp.types import TSPState
 from tests.reference_code import randomize, reference_module, requires_reference, save_reference
 
 pytestmark = requires_reference

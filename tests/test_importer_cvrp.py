@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from nco import checkpoint
-from nco.importer import import_reference
+from nco.importing import import_reference
+from nco.problems.cvrp import CVRPEnv
+from nco.problems.cvrp.types import CVRPState
 from nco.search import greedy
-from problems.cvrp import CVRPEnv
-from problems.cvrp.types import CVRPState
 from tests.reference_code import randomize, reference_module, requires_reference, save_reference
 
 pytestmark = requires_reference

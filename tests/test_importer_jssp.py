@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from nco import checkpoint
-from nco.importer import import_reference
+from nco.importing import import_reference
+from nco.problems.jssp import JSSPEnv, JSSPInstances
 from nco.search import greedy
-from problems.jssp import JSSPEnv, JSSPInstances
 from tests.reference_code import randomize, reference_module, requires_reference, save_reference
 
 pytestmark = requires_reference

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from script_loader import load_script
 
 from nco import checkpoint
-from problems.jssp.taillard import taillard_group
+from nco.problems.jssp.taillard import taillard_group
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -33,7 +33,7 @@ def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = OmegaConf.to_container(OmegaConf.load(CONFIGS / "model/jssp_transformer_tiny.yaml"))
     problem = {
         "name": "jssp",
-        "env": {"_target_": "problems.jssp.JSSPEnv", "num_jobs": 15, "num_machines": 15},
+        "env": {"_target_": "nco.problems.jssp.JSSPEnv", "num_jobs": 15, "num_machines": 15},
     }
     path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
     checkpoint.save(path, instantiate(model), model, problem, {"mode": "test"})
@@ -152,7 +152,7 @@ def test_paper_experiment_config() -> None:
 
 def test_small_experiment_builds(tmp_path: Path) -> None:
     """jssp_small composes and builds trainer, module and data module on 6 x 6 instances."""
-    from nco.train import build
+    from nco.training.runner import build
 
     cfg = compose_train(
         [

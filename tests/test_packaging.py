@@ -57,7 +57,7 @@ def test_wheel_finds_configs_and_shipped_data(wheel_venv: Path, tmp_path: Path) 
         "assert (p.CONFIG_DIR / 'model' / 'default_cvrp.yaml').is_file()\n"
         "assert (p.DATA_DIR / 'checkpoints' / 'tsp20_quick' / 'manifest.json').is_file()\n"
         "assert (p.DATA_DIR / 'references' / 'manifest.json').is_file()\n"
-        "from problems.jssp.taillard import BOUNDS_CSV\n"
+        "from nco.problems.jssp.taillard import BOUNDS_CSV\n"
         "assert BOUNDS_CSV.is_file() and BOUNDS_CSV.is_relative_to(p.DATA_DIR), BOUNDS_CSV\n"
         "import nco.datasets as d\n"
         "assert d.REFERENCES_DIR == p.DATA_DIR / 'references', d.REFERENCES_DIR\n"
@@ -82,4 +82,4 @@ def test_wheel_console_scripts_run_from_anywhere(wheel_venv: Path, tmp_path: Pat
     assert "Average" in out and (tmp_path / "r.json").is_file()
     cfg = sh(wheel_venv / "bin" / "nco-train", "--cfg", "job", "problem=cvrp", cwd=tmp_path,
              env=env)  # fmt: skip
-    assert "models.bq_cvrp.BQCVRPPolicy" in cfg
+    assert "nco.models.bq_cvrp.BQCVRPPolicy" in cfg

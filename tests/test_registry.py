@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.bq import BQPolicy
 from nco import checkpoint, registry
+from nco.models.bq import BQPolicy
+from nco.problems.tsp import TSPEnv, TSPInstances
 from nco.training.buffer import TrajectoryBuffer
-from problems.tsp import TSPEnv, TSPInstances
 
-MODEL = {"_target_": "models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
-ENV = {"_target_": "problems.tsp.TSPEnv", "num_nodes": 7}
+MODEL = {"_target_": "nco.models.bq.BQPolicy", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
+ENV = {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": 7}
 
 
 def crafted(tmp_path: Path, model: dict, env: dict) -> Path:
@@ -33,12 +33,12 @@ def crafted(tmp_path: Path, model: dict, env: dict) -> Path:
         ({"_target_": "pathlib.Path.touch", "self": "VICTIM"}, ENV, "field 'model'._target_"),
         ({"_target_": "builtins.open", "file": "VICTIM", "mode": "w"}, ENV, "not a registered"),
         (MODEL, {"_target_": "pathlib.Path.touch", "self": "VICTIM"}, "field 'problem.env'"),
-        (MODEL, {"_target_": "models.bq.BQPolicy", "dim": 8}, "not a registered nco env"),
+        (MODEL, {"_target_": "nco.models.bq.BQPolicy", "dim": 8}, "not a registered nco env"),
         ({**MODEL, "knn": {"_target_": "pathlib.Path.touch", "self": "VICTIM"}}, ENV, "_target_"),
         ({**MODEL, "_partial_": True}, ENV, "only plain keyword arguments"),
         ({**MODEL, "_args_": ["VICTIM"]}, ENV, "only plain keyword arguments"),
         (
-            {"_target_": "problems.tsp.solvers.os.system", "command": "touch VICTIM"},
+            {"_target_": "nco.problems.tsp.solvers.os.system", "command": "touch VICTIM"},
             ENV,
             "not a registered",
         ),
@@ -62,10 +62,10 @@ def test_crafted_checkpoint_is_refused_before_any_side_effect(
 
 def test_registered_classes_and_aliases_resolve() -> None:
     """Re-exported names and defining-module names both resolve to the registered class."""
-    assert registry.resolve("env", "problems.tsp.TSPEnv", "f") is TSPEnv
-    assert registry.resolve("env", "problems.tsp.env.TSPEnv", "f") is TSPEnv
-    assert registry.resolve("policy", "models.bq.BQPolicy", "f") is BQPolicy
-    assert "problems.tsp.env.TSPEnv" in registry.registered("env")
+    assert registry.resolve("env", "nco.problems.tsp.TSPEnv", "f") is TSPEnv
+    assert registry.resolve("env", "nco.problems.tsp.env.TSPEnv", "f") is TSPEnv
+    assert registry.resolve("policy", "nco.models.bq.BQPolicy", "f") is BQPolicy
+    assert "nco.problems.tsp.env.TSPEnv" in registry.registered("env")
     with pytest.raises(ValueError, match="expected a dotted class name"):
         registry.resolve("env", 3, "f")
     with pytest.raises(ValueError, match="unknown kind"):
@@ -103,13 +103,13 @@ def test_mismatched_model_and_problem_are_refused_before_any_work(tmp_path: Path
     model cannot read its env is refused too."""
     from training.conftest import compose_train
 
-    from nco.train import build
+    from nco.training.runner import build
 
     cfg = compose_train(["problem=cvrp", "problem.num_customers=10"], tmp_path, tiny=False)
-    assert cfg.model._target_ == "models.bq_cvrp.BQCVRPPolicy"
+    assert cfg.model._target_ == "nco.models.bq_cvrp.BQCVRPPolicy"
     bad = compose_train(["problem=cvrp", "model=bq_tsp_tiny"], tmp_path, tiny=False)
     with pytest.raises(ValueError, match="reads tsp states, not cvrp"):
         build(bad)
-    path = crafted(tmp_path, MODEL, {"_target_": "problems.cvrp.CVRPEnv", "num_customers": 10})
+    path = crafted(tmp_path, MODEL, {"_target_": "nco.problems.cvrp.CVRPEnv", "num_customers": 10})
     with pytest.raises(ValueError, match="model=default_cvrp"):
         checkpoint.load(path)

@@ -10,9 +10,9 @@ import pytest
 from script_loader import load_script
 from training.conftest import compose_train
 
-from problems.cvrp.io import load_cvrp_expert
-from problems.tsp.expert import load_expert
-from problems.tsp.solvers import tour_length
+from nco.problems.cvrp.io import load_cvrp_expert
+from nco.problems.tsp.expert import load_expert
+from nco.problems.tsp.solvers import tour_length
 
 repro = load_script("reproduction")
 expert = load_script("make_expert_data")
@@ -359,7 +359,7 @@ def fake_run(folder: Path, gaps: list[float], commit: str) -> None:
     (folder / ".hydra").mkdir()
     config = {
         "problem": {"name": "tsp", "num_nodes": 20, "env": {"_target_": "x"}},
-        "model": {"_target_": "models.bq.BQPolicy", "dim": 128},
+        "model": {"_target_": "nco.models.bq.BQPolicy", "dim": 128},
         "training": {
             "instances_per_epoch": 128,
             "batches_per_epoch": 100,
@@ -473,7 +473,7 @@ def test_finetune_composes_to_the_papers_self_improvement_setting(
 
 
 class FakeTrain:
-    """A finished `nco.train` chunk that validated the fine-tune's epochs with given gaps."""
+    """A finished `nco-train` chunk that validated the fine-tune's epochs with given gaps."""
 
     def __init__(self, folder: Path, gaps: list[float]) -> None:
         rows = [{"epoch": e, "val/objective": -4, "val/gap": g} for e, g in enumerate(gaps)]

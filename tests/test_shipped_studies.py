@@ -13,7 +13,7 @@ import torch
 
 from nco import checkpoint
 from nco.datasets import load_dataset
-from nco.evaluate import to_instances
+from nco.inference import to_instances
 from nco.paths import DATA_DIR
 from nco.search import greedy
 

@@ -15,13 +15,14 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from nco import checkpoint, solve
+from nco import checkpoint, solving
+from nco.cli import solve as solve_cli
+from nco.problems.jssp import JSSPEnv, make_instances
+from nco.problems.jssp.schedule import check_schedule
+from nco.problems.tsp import TSPInstances
+from nco.problems.tsp.io import tsplib_length
+from nco.problems.tsp.solvers import solve_exact
 from nco.search import greedy
-from problems.jssp import JSSPEnv, make_instances
-from problems.jssp.schedule import check_schedule
-from problems.tsp import TSPInstances
-from problems.tsp.io import tsplib_length
-from problems.tsp.solvers import solve_exact
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -88,7 +89,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (root / "tiny3x3.txt").write_text(JSSP_TEXT)
     (root / "tiny6.vrp").write_text(VRP_TEXT)
     model = OmegaConf.to_container(OmegaConf.load(CONFIGS / "model" / "bq_tsp_tiny.yaml"))
-    problem = {"name": "tsp", "num_nodes": 8, "env": {"_target_": "problems.tsp.TSPEnv"}}
+    problem = {"name": "tsp", "num_nodes": 8, "env": {"_target_": "nco.problems.tsp.TSPEnv"}}
     torch.manual_seed(0)
     checkpoint.save(root / "best.pt", instantiate(model), model, problem)
     return {
@@ -103,7 +104,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
 def run_solve(files: dict[str, Path], name: str, *overrides: str) -> tuple[dict, Path]:
     """Run nco-solve in-process; the written JSON and its path."""
     out = files["root"] / f"{name}.json"
-    payload = solve.run(compose_cfg([f"out={out}", *overrides]))
+    payload = solving.run(compose_cfg([f"out={out}", *overrides]))
     assert json.loads(out.read_text()) == payload
     return payload, out
 
@@ -192,7 +193,7 @@ def test_bad_arguments_raise(files, overrides, message) -> None:
         key, value = item.split("=", 1)
         args[key] = str(values.get(value, value))
     with pytest.raises(ValueError, match=message):
-        solve.run(compose_cfg([f"{k}={v}" for k, v in args.items()]))
+        solving.run(compose_cfg([f"{k}={v}" for k, v in args.items()]))
 
 
 @pytest.mark.parametrize(
@@ -214,7 +215,7 @@ def test_console_entry_point(files, monkeypatch) -> None:
     """`main` parses key=value arguments and writes <stem>.solution.json with out unset."""
     monkeypatch.chdir(files["root"])
     monkeypatch.setattr(sys, "argv", ["nco-solve", f"instance={files['jssp']}", "solver=cpsat"])
-    solve.main()
+    solve_cli.main()
     assert json.loads((files["root"] / "tiny3x3.solution.json").read_text())["cost"] == 11
     check_png(files["root"] / "tiny3x3.solution.png")
 
@@ -223,13 +224,13 @@ def test_nco_eval_on_library_files_matches_nco_solve(files) -> None:
     """The same TSPLIB / CVRPLIB file and checkpoint give one cost with both commands: nco-eval
     scales into the unit square like nco-solve and reports file units (it used raw coordinates,
     3952.9 vs 9432.8 in the issue); unit-square files are left untouched by both."""
-    from nco import evaluate
+    from nco import evaluation
 
     solved, _ = run_solve(
         files, "same", f"instance={files['tsp']}", f"checkpoint={files['checkpoint']}"
     )
     out = files["root"] / "eval.json"
-    evaluate.run(
+    evaluation.run(
         compose_eval([f"checkpoint={files['checkpoint']}", f"data={files['tsp']}", f"out={out}"])
     )
     written = json.loads(out.read_text())
@@ -256,8 +257,8 @@ def compose_eval(overrides: list[str]) -> DictConfig:
 def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
     """One row per file in the file's own metric (TSPLIB EUC_2D / ATT integer distances), the
     Euclidean length beside it, and the gap to an .opt.tour where one lies beside the file."""
-    from nco import evaluate
-    from problems.tsp.io import tsplib_length
+    from nco import evaluation
+    from nco.problems.tsp.io import tsplib_length
 
     folder = tmp_path / "lib"
     folder.mkdir()
@@ -270,7 +271,7 @@ def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
         f"NAME : a8\nTYPE : TOUR\nDIMENSION : 8\nTOUR_SECTION\n{tour_lines}\n-1\nEOF\n"
     )
     out = tmp_path / "lib.json"
-    results = evaluate.run(
+    results = evaluation.run(
         compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}", f"out={out}"])
     )
     assert results.names == ["a8", "b8"]
@@ -284,4 +285,4 @@ def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
     assert json.loads(out.read_text())["names"] == ["a8", "b8"]
     (folder / "c.vrp").write_text(VRP_TEXT)
     with pytest.raises(ValueError, match="not"):
-        evaluate.run(compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}"]))
+        evaluation.run(compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}"]))

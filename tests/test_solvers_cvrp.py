@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.cvrp.routes import routes_cost
-from problems.cvrp.solvers import SOLVERS, check_routes, solve_hgs
+from nco.problems.cvrp.routes import routes_cost
+from nco.problems.cvrp.solvers import SOLVERS, check_routes, solve_hgs
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "reference"
 CVRP200 = SHARED / "cvrp200_128.npz"

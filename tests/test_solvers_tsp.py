@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from problems.tsp.solvers import SOLVERS, solve_exact, solve_lkh, tour_length
+from nco.problems.tsp.solvers import SOLVERS, solve_exact, solve_lkh, tour_length
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "reference"
 TSP200 = SHARED / "tsp200_bq_128.npz"
@@ -139,7 +139,7 @@ def test_lkh_without_elkai_names_the_extra(monkeypatch) -> None:
     """elkai is optional (non-commercial licence): without it LKH says how to get it."""
     import sys
 
-    from problems.tsp.solvers import solve_lkh
+    from nco.problems.tsp.solvers import solve_lkh
 
     monkeypatch.setitem(sys.modules, "elkai", None)
     with pytest.raises(ImportError, match=r"pip install 'nco\[lkh\]'"):
@@ -150,7 +150,7 @@ def test_exact_without_elkai_starts_from_two_opt(monkeypatch) -> None:
     """The exact solver needs no LKH-3: a 2-opt incumbent gives the same proven optimum."""
     import sys
 
-    from problems.tsp.solvers import _two_opt_tour
+    from nco.problems.tsp.solvers import _two_opt_tour
 
     square = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])  # NN order crosses
     assert tour_length(square, _two_opt_tour(square)) == pytest.approx(4.0)

@@ -1,7 +1,7 @@
 """The DataModule of self-improvement: generation, sampling, buffer and sub-trajectory batches.
 
 Design: the sampling step of Algorithm 1 runs in `train_dataloader`, which the Trainer calls at
-the start of every epoch (`reload_dataloaders_every_n_epochs=1`, set by `nco.train`). It reads
+the start of every epoch (`reload_dataloaders_every_n_epochs=1`, set by `nco-train`). It reads
 the best policy from the attached LightningModule, clears the buffer when that policy changed
 since the buffer was filled (an improving epoch), generates the epoch's instances, decodes them
 and appends the best sequence per instance. The loader then yields `batches_per_epoch` batches

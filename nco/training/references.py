@@ -1,7 +1,9 @@
 """Reference costs for a validation set from a classical solver: parallel, cached on disk.
 
-Training runs of one study validate on the same generated instances, so the costs are cached
-by content: the key is the solver, its time limit and seed, and a hash of the instances' arrays
+The solver is named `<problem>:<solver>` ("tsp:lkh"), a classical solver of the problem's
+descriptor (the ones `nco-baseline solver=` takes). Training runs of one study validate on the
+same generated instances, so the costs are cached by content: the key is the solver, its time
+limit and seed, and a hash of the instances' arrays
 (which fixes problem, size, generator seed and count). A sweep or a resumed run reads them back
 instead of solving 1000 instances again. The cache folder is `$NCO_CACHE_DIR/references`
 (default `~/.cache/nco/references`); each entry is one .npz with the costs and a JSON manifest
@@ -26,11 +28,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hydra.utils import get_method
 
 from nco.env import Batch
 from nco.paths import user_cache
 from nco.progress import progress_bar
+from nco.registry import get_problem
+from nco.solver import Solver
 
 PARALLEL_ABOVE_S = 20.0  # estimated solve time above which a process pool is used
 SUMMARY_EVERY_S = 60.0  # seconds between progress lines when stderr is not a terminal
@@ -51,6 +54,23 @@ def instances_digest(instances: Batch) -> str:
     return digest.hexdigest()
 
 
+def solver_of(solver: str) -> tuple[str, Solver]:
+    """The problem name and solver function of `<problem>:<solver>`; ValueError naming the
+    registered solvers otherwise."""
+    problem, sep, name = solver.partition(":")
+    if not sep:
+        raise ValueError(
+            f"problem.reference_solver: expected a solver name such as 'lkh', got {solver!r}."
+        )
+    return problem, get_problem(problem).solver(name)
+
+
+def _legacy_solver(solver: str) -> str:
+    """The dotted function path that keyed caches written before solvers were named."""
+    problem, fn = solver_of(solver)
+    return f"problems.{problem}.solvers.{fn.__name__}"
+
+
 def cache_key(solver: str, instances: Batch, time_limit: float, seed: int) -> dict:
     """What a cache entry must match: solver, time limit, seed, count and instance content."""
     return {
@@ -63,13 +83,12 @@ def cache_key(solver: str, instances: Batch, time_limit: float, seed: int) -> di
 
 
 def cache_path(solver: str, instances: Batch, time_limit: float, seed: int) -> Path:
-    """The cache file of these instances solved by `solver` (a dotted function path), e.g.
+    """The cache file of these instances solved by `solver` ("tsp:lkh"), e.g.
     `tsp__solve_lkh__1s__seed0__1000x__<hash>.npz`."""
     key = cache_key(solver, instances, time_limit, seed)
-    parts = solver.split(".")
-    problem = parts[1] if parts[0] == "problems" and len(parts) > 2 else "custom"
+    problem, fn = solver_of(solver)
     name = (
-        f"{problem}__{parts[-1]}__{time_limit:g}s__seed{seed}__{key['count']}x__"
+        f"{problem}__{fn.__name__}__{time_limit:g}s__seed{seed}__{key['count']}x__"
         f"{key['instances_sha256'][:20]}.npz"
     )
     return cache_dir() / name
@@ -77,7 +96,7 @@ def cache_path(solver: str, instances: Batch, time_limit: float, seed: int) -> P
 
 def _solve(task: tuple[str, dict[str, np.ndarray], float, int]) -> float:
     solver, instance, time_limit, seed = task
-    return float(get_method(solver)(instance, time_limit, seed).cost)
+    return float(solver_of(solver)[1](instance, time_limit, seed).cost)
 
 
 def reference_costs(
@@ -88,7 +107,7 @@ def reference_costs(
     workers: int | None = None,
     summary_every_s: float | None = None,
 ) -> torch.Tensor:
-    """Float64[N] costs of `instances` by the solver function at dotted path `solver`.
+    """Float64[N] costs of `instances` by the classical solver `solver` ("tsp:lkh").
 
     Read from the cache when present and valid; otherwise solved in `workers` processes
     (default: one per core when the first instance's time predicts more than
@@ -175,6 +194,8 @@ def _read(path: Path, key: dict) -> np.ndarray | None:
         with np.load(path, allow_pickle=False) as data:
             costs, manifest = data["costs"], json.loads(str(data["manifest"]))
         stored = {k: manifest.get(k) for k in key}
+        if stored["solver"] == _legacy_solver(key["solver"]):  # same solver, older naming
+            stored["solver"] = key["solver"]
         if stored != key:
             diff = sorted(k for k in key if stored[k] != key[k])
             raise ValueError(f"its manifest differs in {diff}")

@@ -1,4 +1,4 @@
-"""Tests for the BQ policy (models/bq.py)."""
+"""Tests for the BQ policy (nco/models/bq.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from models.bq import BQPolicy
-from problems.tsp.env import TSPEnv
-from problems.tsp.types import TSPState
+from nco.models.bq import BQPolicy
+from nco.problems.tsp.env import TSPEnv
+from nco.problems.tsp.types import TSPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 

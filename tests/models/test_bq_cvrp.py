@@ -1,4 +1,4 @@
-"""Tests for the BQ CVRP policy (models/bq_cvrp.py)."""
+"""Tests for the BQ CVRP policy (nco/models/bq_cvrp.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from models.bq_cvrp import BQCVRPPolicy
 from nco import search
+from nco.models.bq_cvrp import BQCVRPPolicy
+from nco.problems.cvrp import CVRPEnv, CVRPInstances, CVRPState
 from nco.testing import check_env_protocol
-from problems.cvrp import CVRPEnv, CVRPInstances, CVRPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 

@@ -15,9 +15,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from models.gomoku_net import GomokuNet
+from nco.models.gomoku_net import GomokuNet
+from nco.problems.gomoku import GomokuEnv, GomokuState
 from nco.search import greedy
-from problems.gomoku import GomokuEnv, GomokuState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "gumbeldore"

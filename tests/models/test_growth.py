@@ -1,4 +1,4 @@
-"""models/growth.py and scripts/grow_checkpoint.py: a grown policy computes what the small one
+"""nco/models/growth.py and scripts/grow_checkpoint.py: a grown policy computes what the small one
 did, its added parts still learn, and a grown checkpoint file round-trips."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import pytest
 import torch
 from script_loader import load_script
 
-from models.bq import BQPolicy
-from models.bq_cvrp import BQCVRPPolicy
-from models.growth import grow_into
 from nco import checkpoint
-from problems.cvrp import CVRPEnv
-from problems.tsp import TSPEnv
+from nco.models.bq import BQPolicy
+from nco.models.bq_cvrp import BQCVRPPolicy
+from nco.models.growth import grow_into
+from nco.problems.cvrp import CVRPEnv
+from nco.problems.tsp import TSPEnv
 
 grow_script = load_script("grow_checkpoint")
 
@@ -59,8 +59,8 @@ def test_growth_refuses_another_width() -> None:
 
 def test_grow_script_writes_a_checkpoint_that_decodes_alike(tmp_path: Path) -> None:
     """The written file loads with the new sizes, names its source and decodes like it."""
-    model = {"_target_": "models.bq.BQPolicy", "dim": 16, "layers": 2, "heads": 4, "ff_dim": 32}
-    problem = {"name": "tsp", "env": {"_target_": "problems.tsp.TSPEnv", "num_nodes": 10}}
+    model = {"_target_": "nco.models.bq.BQPolicy", "dim": 16, "layers": 2, "heads": 4, "ff_dim": 32}
+    problem = {"name": "tsp", "env": {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": 10}}
     source = tmp_path / "best.pt"
     checkpoint.save(
         source,

@@ -10,12 +10,12 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-import models.jssp_transformer as jssp_transformer
-from models.jssp_transformer import JSSPTransformer, pack_segments
-from models.layers import sinusoidal_encoding
+import nco.models.jssp_transformer as jssp_transformer
 from nco.env import cat
+from nco.models.jssp_transformer import JSSPTransformer, pack_segments
+from nco.models.layers import sinusoidal_encoding
+from nco.problems.jssp import JSSPEnv, JSSPInstances, JSSPState
 from nco.testing import random_steps
-from problems.jssp import JSSPEnv, JSSPInstances, JSSPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 

@@ -1,4 +1,4 @@
-"""models.layers: the bf16 CPU attention path matches float32 fused attention (masks included)
+"""nco.models.layers: the bf16 CPU attention path matches float32 fused attention (masks included)
 and its gradients; MultiHeadAttention takes it only for bf16 training on a CPU; packed tokens
 give the full layout's outputs and gradients."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.layers import MultiHeadAttention, Packed, ReZeroLayer, bf16_cpu_attention
+from nco.models.layers import MultiHeadAttention, Packed, ReZeroLayer, bf16_cpu_attention
 
 
 def qkv(seed: int = 0, shape: tuple[int, ...] = (3, 4, 7, 8)) -> list[torch.Tensor]:

@@ -1,4 +1,4 @@
-"""Tests for the LEHD policies (models/lehd.py) on TSP and CVRP states."""
+"""Tests for the LEHD policies (nco/models/lehd.py) on TSP and CVRP states."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from models.lehd import LEHDCVRPPolicy, LEHDTSPPolicy
 from nco import search
+from nco.models.lehd import LEHDCVRPPolicy, LEHDTSPPolicy
+from nco.problems.cvrp import CVRPEnv, CVRPInstances, CVRPState
+from nco.problems.tsp import TSPEnv, TSPState
 from nco.testing import check_env_protocol
-from problems.cvrp import CVRPEnv, CVRPInstances, CVRPState
-from problems.tsp import TSPEnv, TSPState
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "model"
 TINY = {"dim": 32, "heads": 4, "ff_dim": 64, "decoder_layers": 2}
@@ -190,13 +190,13 @@ def test_bad_arguments(kwargs: dict) -> None:
 def test_format_2_files_keep_relu(tmp_path) -> None:
     """A format-2 LEHD file (no `activation` key: ReLU then) loads with ReLU and its logits."""
     from nco import checkpoint
-    from problems.tsp import TSPEnv
+    from nco.problems.tsp import TSPEnv
 
     torch.manual_seed(0)
     policy = LEHDTSPPolicy(dim=16, heads=2, ff_dim=32, decoder_layers=1, activation="relu").eval()
-    model = {"_target_": "models.lehd.LEHDTSPPolicy", "dim": 16, "heads": 2, "ff_dim": 32,
+    model = {"_target_": "nco.models.lehd.LEHDTSPPolicy", "dim": 16, "heads": 2, "ff_dim": 32,
              "decoder_layers": 1}  # fmt: skip
-    problem = {"name": "tsp", "env": {"_target_": "problems.tsp.TSPEnv", "num_nodes": 10}}
+    problem = {"name": "tsp", "env": {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": 10}}
     checkpoint.save(tmp_path / "old.pt", policy, model, problem)
     payload = torch.load(tmp_path / "old.pt", weights_only=True)
     torch.save({**payload, "format": "nco-checkpoint-2"}, tmp_path / "old.pt")

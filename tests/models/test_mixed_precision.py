@@ -12,14 +12,14 @@ import pytest
 import torch
 from torch import nn
 
-from models.bq import BQPolicy
-from models.bq_cvrp import BQCVRPPolicy
-from models.jssp_transformer import JSSPTransformer
-from models.lehd import LEHDCVRPPolicy, LEHDTSPPolicy
 from nco.env import Env
-from problems.cvrp import CVRPEnv
-from problems.jssp import JSSPEnv
-from problems.tsp import TSPEnv
+from nco.models.bq import BQPolicy
+from nco.models.bq_cvrp import BQCVRPPolicy
+from nco.models.jssp_transformer import JSSPTransformer
+from nco.models.lehd import LEHDCVRPPolicy, LEHDTSPPolicy
+from nco.problems.cvrp import CVRPEnv
+from nco.problems.jssp import JSSPEnv
+from nco.problems.tsp import TSPEnv
 
 CASES: dict[str, tuple[Callable[..., nn.Module], Callable[[], Env]]] = {
     "bq_tsp": (

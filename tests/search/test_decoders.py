@@ -10,8 +10,8 @@ import pytest
 import torch
 from toy_tree import TablePolicy, ToyEnv, all_leaves
 
+from nco.problems.tsp import TSPEnv, TSPState
 from nco.search import beam_search, greedy, gumbeldore, sample, sbs
-from problems.tsp import TSPEnv, TSPState
 
 
 class NearestPolicy(torch.nn.Module):
@@ -149,9 +149,9 @@ def test_bad_arguments_raise(call) -> None:
 def test_policy_rows_in_chunks_give_the_same_search(monkeypatch) -> None:
     """Sending the policy at most POLICY_ROWS rows per call (activation memory) changes no
     decoded sequence or log-probability."""
-    from models.bq import BQPolicy
+    from nco.models.bq import BQPolicy
+    from nco.problems.tsp import TSPEnv
     from nco.search import policy_eval
-    from problems.tsp import TSPEnv
 
     torch.manual_seed(0)
     policy, env = BQPolicy(16, 1, 2, 32).eval(), TSPEnv(9)

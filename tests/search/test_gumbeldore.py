@@ -316,9 +316,9 @@ def test_float32_trie_samples_as_the_float64_one(update: str, monkeypatch) -> No
     trie under one seed, on a problem with many near-equal probabilities (TSP12, tiny BQ)."""
     import functools
 
-    from models.bq import BQPolicy
+    from nco.models.bq import BQPolicy
+    from nco.problems.tsp import TSPEnv
     from nco.search import decoders
-    from problems.tsp import TSPEnv
 
     torch.manual_seed(0)
     policy, env = BQPolicy(16, 1, 2, 32).eval(), TSPEnv(12)

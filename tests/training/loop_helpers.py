@@ -6,8 +6,8 @@ import lightning as L
 import torch
 from omegaconf import DictConfig
 
-from nco.train import build
 from nco.training import SelfImprovementModule, TrajectoryDataModule
+from nco.training.runner import build
 
 
 class Recorder(L.Callback):

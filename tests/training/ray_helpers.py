@@ -9,7 +9,7 @@ import os
 
 import torch
 
-from models.bq import BQPolicy
+from nco.models.bq import BQPolicy
 from nco.registry import add_plugin_package, register
 
 

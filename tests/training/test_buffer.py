@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from nco.problems.tsp import TSPInstances
 from nco.training.buffer import TrajectoryBuffer
-from problems.tsp import TSPInstances
 
 
 def rows(start: int, num: int, steps: int = 3) -> tuple[TSPInstances, torch.Tensor]:
@@ -111,8 +111,8 @@ def test_instance_shapes_are_grouped_and_capacity_spans_groups() -> None:
 
 def test_batches_draw_from_every_group() -> None:
     """SubTrajectoryBatches yields batches of one shape each, from both groups."""
+    from nco.problems.tsp import TSPEnv
     from nco.training.data import SubTrajectoryBatches
-    from problems.tsp import TSPEnv
 
     buffer = TrajectoryBuffer()
     for start, nodes in ((0, 5), (10, 7)):

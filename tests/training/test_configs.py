@@ -14,7 +14,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from nco.decode import decoder_kwargs
-from nco.train import named_instances
+from nco.training.runner import named_instances
 
 REPO = CONFIGS.parent
 
@@ -86,7 +86,7 @@ def test_cvrp20_quick_is_small() -> None:
     and 50 batches of 256 per epoch."""
     cfg = compose_train(["experiment=cvrp20_quick"], tiny=False)
     assert cfg.problem.name == "cvrp" and cfg.problem.env.num_customers == 20
-    assert cfg.model._target_ == "models.bq_cvrp.BQCVRPPolicy"
+    assert cfg.model._target_ == "nco.models.bq_cvrp.BQCVRPPolicy"
     assert cfg.training.instances_per_epoch <= 128
     assert cfg.training.batches_per_epoch * cfg.training.batch_size <= 50 * 256
 
@@ -102,7 +102,7 @@ def test_sigma_sweep_is_a_multirun_grid_over_0_to_5() -> None:
 
 @pytest.mark.slow
 def test_cli_multirun_writes_one_run_per_value(tmp_path: Path) -> None:
-    """`python -m nco.train --multirun search.sigma=0,1` trains two runs, each with its resolved
+    """`python -m nco.cli.train --multirun search.sigma=0,1` trains two runs, each with its resolved
     config, metrics and best.pt."""
     from conftest import TINY
 
@@ -113,7 +113,7 @@ def test_cli_multirun_writes_one_run_per_value(tmp_path: Path) -> None:
     ]
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run(
-        [sys.executable, "-m", "nco.train", "--multirun", *args],
+        [sys.executable, "-m", "nco.cli.train", "--multirun", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -165,7 +165,7 @@ def test_paper_experiments_compose(tmp_path) -> None:
 def test_val_env_overrides_the_generated_validation_set(tmp_path) -> None:
     """training.val_env changes only the validation generator: JSSP trains on 15 x {10,15,20}
     and validates on 20 x 20 (paper); CVRP100 SI GD validates at capacity 50, not 40..100."""
-    from nco.train import validation_set
+    from nco.training.runner import validation_set
 
     jssp = compose_train(
         ["experiment=jssp_gumbeldore", "training.val_instances=3", "training.val_gap=false"],

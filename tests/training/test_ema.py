@@ -12,7 +12,7 @@ from loop_helpers import Recorder, fit, same_weights
 
 from nco import checkpoint
 from nco.decode import decode
-from nco.train import build
+from nco.training.runner import build
 
 
 class StepWeights(L.Callback):

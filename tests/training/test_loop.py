@@ -15,9 +15,9 @@ from nco import checkpoint
 from nco.decode import decode
 from nco.distributed import InProcessSampler
 from nco.distributed.chunks import derive_seed, seeded_generator
-from nco.train import build, run
+from nco.problems.tsp import TSPEnv
 from nco.training.data import GENERATE, SAMPLE, TrajectoryDataModule, p_min_for_epoch
-from problems.tsp import TSPEnv
+from nco.training.runner import build, run
 
 
 def test_buffer_holds_the_best_sampled_sequence(tiny_cfg) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nco.train import build, run
 from nco.training.progress import LineProgress
+from nco.training.runner import build, run
 
 
 def test_log_file_gets_summary_lines_not_bar_redraws(tiny_cfg, capsys) -> None:

@@ -14,14 +14,14 @@ ray = pytest.importorskip("ray")
 
 import ray_helpers  # noqa: E402,F401  (registers its policies in this process too)
 
-from models.bq import BQPolicy  # noqa: E402
 from nco.distributed import InProcessSampler, RaySampler, make_sampler  # noqa: E402
-from nco.train import run  # noqa: E402
-from problems.tsp import TSPEnv  # noqa: E402
+from nco.models.bq import BQPolicy  # noqa: E402
+from nco.problems.tsp import TSPEnv  # noqa: E402
+from nco.training.runner import run  # noqa: E402
 
-ENV = {"_target_": "problems.tsp.TSPEnv", "num_nodes": 10}
+ENV = {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": 10}
 TINY = {"dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
-MODEL = {"_target_": "models.bq.BQPolicy", **TINY}
+MODEL = {"_target_": "nco.models.bq.BQPolicy", **TINY}
 SEARCH = {"method": "gumbeldore", "beam_width": 4, "rounds": 2, "sigma": 0.3}
 
 

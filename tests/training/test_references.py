@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.tsp import TSPEnv
+from nco.problems.tsp.solvers import solve_exact
 from nco.training import references
-from problems.tsp import TSPEnv
-from problems.tsp.solvers import solve_exact
 
-SOLVER = "problems.tsp.solvers.solve_exact"
+SOLVER = "tsp:exact"
 
 
 def instances(seed: int, n: int = 6):
@@ -41,7 +41,7 @@ def test_other_instances_or_settings_get_their_own_file(monkeypatch, tmp_path) -
         references.cache_path(SOLVER, instances(0, 5), 10.0, 0),
         references.cache_path(SOLVER, instances(0), 5.0, 0),
         references.cache_path(SOLVER, instances(0), 10.0, 1),
-        references.cache_path("problems.tsp.solvers.solve_lkh", instances(0), 10.0, 0),
+        references.cache_path("tsp:lkh", instances(0), 10.0, 0),
     }
     assert len(paths) == 6
 

@@ -10,12 +10,12 @@ import torch
 from loop_helpers import Recorder, fit
 
 from nco.decode import decode
-from nco.train import build
-from problems.tsp import TSPEnv, TSPInstances
-from problems.tsp.env import tour_length
-from problems.tsp.expert import load_expert, tours_to_actions
-from problems.tsp.io import save_tsp_npz
-from problems.tsp.solvers import solve_lkh
+from nco.problems.tsp import TSPEnv, TSPInstances
+from nco.problems.tsp.env import tour_length
+from nco.problems.tsp.expert import load_expert, tours_to_actions
+from nco.problems.tsp.io import save_tsp_npz
+from nco.problems.tsp.solvers import solve_lkh
+from nco.training.runner import build
 
 
 def test_tours_to_actions_rotates_to_node_zero() -> None:

@@ -1,4 +1,4 @@
-"""Tests for the CVRP env (problems/cvrp/env.py): masks, steps, objective, protocol."""
+"""Tests for the CVRP env (nco/problems/cvrp/env.py): masks, steps, objective, protocol."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.cvrp import CVRPEnv, CVRPInstances
 from nco.testing import check_env_protocol
-from problems.cvrp import CVRPEnv, CVRPInstances
 
 
 def feasible_from_routes(routes: list[list[int]], demands: list[int], capacity: int) -> set[int]:

@@ -1,12 +1,12 @@
-"""Tests for the Kool-style CVRP generator (problems/cvrp/generator.py)."""
+"""Tests for the Kool-style CVRP generator (nco/problems/cvrp/generator.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from problems.cvrp import CVRPEnv
-from problems.cvrp.generator import KOOL_CAPACITY
+from nco.problems.cvrp import CVRPEnv
+from nco.problems.cvrp.generator import KOOL_CAPACITY
 
 
 def test_same_seed_same_instances() -> None:

@@ -1,4 +1,4 @@
-"""Tests for CVRP dataset files (problems/cvrp/io.py): round trips, references, rejections."""
+"""Tests for CVRP dataset files (nco/problems/cvrp/io.py): round trips, references, rejections."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.cvrp import CVRPEnv, CVRPInstances
+from nco.problems.cvrp.io import load_cvrp, load_cvrp_expert, load_cvrp_solutions, save_cvrp_npz
 from nco.testing import check_env_protocol
-from problems.cvrp import CVRPEnv, CVRPInstances
-from problems.cvrp.io import load_cvrp, load_cvrp_expert, load_cvrp_solutions, save_cvrp_npz
 
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "reference"
 

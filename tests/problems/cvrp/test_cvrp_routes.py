@@ -1,4 +1,4 @@
-"""Tests for route conversions and route augmentations (problems/cvrp/routes.py, augment.py)."""
+"""Tests for route conversions and route augmentations (nco/problems/cvrp/routes.py, augment.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.cvrp import CVRPEnv
+from nco.problems.cvrp.augment import reverse_routes, sort_routes
+from nco.problems.cvrp.routes import (
+    actions_to_routes,
+    routes_cost,
+    routes_to_actions,
+    tour_to_actions,
+)
 from nco.testing import check_env_protocol
-from problems.cvrp import CVRPEnv
-from problems.cvrp.augment import reverse_routes, sort_routes
-from problems.cvrp.routes import actions_to_routes, routes_cost, routes_to_actions, tour_to_actions
 
 PAPER_ROUTES = [[1, 4, 5], [2, 3], [6, 7, 8]]  # tour (0,1,4,5,0,2,3,0,6,7,8,0) of paper D.3.1
 

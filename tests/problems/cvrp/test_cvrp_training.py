@@ -1,4 +1,4 @@
-"""Tests for supervised sub-problems (problems/cvrp/subproblems.py, CVRPEnv.training_batch)."""
+"""Tests for supervised sub-problems (nco/problems/cvrp/subproblems.py, CVRPEnv.training_batch)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.cvrp import CVRPEnv, CVRPInstances
+from nco.problems.cvrp.routes import routes_to_actions
+from nco.problems.cvrp.subproblems import sample_subproblems
 from nco.testing import check_env_protocol
-from problems.cvrp import CVRPEnv, CVRPInstances
-from problems.cvrp.routes import routes_to_actions
-from problems.cvrp.subproblems import sample_subproblems
 
 N = 10
 

@@ -12,9 +12,9 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from nco import baseline, checkpoint, evaluate, solve
+from nco import baselines, checkpoint, evaluation, solving
 from nco.datasets import load_dataset
-from problems.cvrp.io import metric_cost
+from nco.problems.cvrp.io import metric_cost
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
 TINY6 = """NAME : tiny6
@@ -101,7 +101,7 @@ def test_unsupported_section_is_one_clear_line(tmp_path: Path) -> None:
 def test_baseline_on_a_folder_in_each_files_metric(folder: Path) -> None:
     """nco-baseline on a folder: one row per file, each in its own metric, the gap to the .sol
     where there is one; HGS optimises the file's rounded distances."""
-    results = baseline.run(
+    results = baselines.run(
         compose_cfg(
             "baseline",
             ["problem=cvrp", "solver=hgs", f"data={folder}", "time_limit=1", "workers=1"],
@@ -123,18 +123,18 @@ def test_eval_and_solve_agree_on_a_cvrplib_file(folder: Path) -> None:
     model = OmegaConf.to_container(OmegaConf.load(CONFIGS / "model" / "bq_cvrp_tiny.yaml"))
     problem = {
         "name": "cvrp",
-        "env": {"_target_": "problems.cvrp.CVRPEnv", "num_customers": 6, "capacity": 10},
+        "env": {"_target_": "nco.problems.cvrp.CVRPEnv", "num_customers": 6, "capacity": 10},
     }
     torch.manual_seed(0)
     checkpoint.save(folder / "c.pt", instantiate(model), model, problem)
-    solved = solve.run(
+    solved = solving.run(
         compose_cfg(
             "solve",
             [f"instance={folder / 'tiny6.vrp'}", f"checkpoint={folder / 'c.pt'}", "plot=false",
              f"out={folder / 's.json'}"],
         )
     )  # fmt: skip
-    results = evaluate.run(
+    results = evaluation.run(
         compose_cfg(
             "evaluate",
             ["progress=false", f"checkpoint={folder / 'c.pt'}", f"data={folder / 'tiny6.vrp'}"],

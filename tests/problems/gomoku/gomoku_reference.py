@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from problems.gomoku.bot import FIVE, FOUR, OPEN_FOUR, OPEN_THREE
+from nco.problems.gomoku.bot import FIVE, FOUR, OPEN_FOUR, OPEN_THREE
 
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from gomoku_reference import board_from, cell_score, five_in_row, reference_move
 
-from problems.gomoku.bot import cell_scores, expert_move, has_five
+from nco.problems.gomoku.bot import cell_scores, expert_move, has_five
 
 
 def random_boards(count: int, seed: int, size: int | None = None) -> list[np.ndarray]:

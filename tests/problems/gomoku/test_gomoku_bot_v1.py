@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
-from problems.gomoku import bot_v1
-from problems.gomoku.bot_v1 import cell_scores, expert_move
+from nco.problems.gomoku import bot_v1
+from nco.problems.gomoku.bot_v1 import cell_scores, expert_move
 
 N = 9
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 from gomoku_reference import board_from, five_in_row
 
+from nco.problems.gomoku import GomokuEnv, GomokuInstances, GomokuState
+from nco.problems.gomoku.bot import expert_move
+from nco.problems.gomoku.env import BOTS
 from nco.testing import check_env_protocol
-from problems.gomoku import GomokuEnv, GomokuInstances, GomokuState
-from problems.gomoku.bot import expert_move
-from problems.gomoku.env import BOTS
 
 
 def state_from(rows: list[str]) -> GomokuState:
@@ -251,7 +251,7 @@ def test_training_batch_replay_cache_matches_fresh_replays(monkeypatch: pytest.M
     assert calls == [4, 45]
     fresh = GomokuEnv(7).training_batch(instances, actions, torch.Generator().manual_seed(0))
     assert torch.equal(warm[0].board, fresh[0].board) and torch.equal(warm[1], fresh[1])
-    monkeypatch.setattr("problems.gomoku.env.REPLAY_CACHE", 10)
+    monkeypatch.setattr("nco.problems.gomoku.env.REPLAY_CACHE", 10)
     env.training_batch(instances, actions, torch.Generator().manual_seed(0))
     assert len(env._replays) == 10
     cut = actions.clone()
@@ -263,7 +263,7 @@ def test_training_batch_replay_cache_matches_fresh_replays(monkeypatch: pytest.M
 def test_bot_option_picks_blacks_rules() -> None:
     """bot='v1' (default, the paper's) and bot='rules' answer with their own move functions;
     an unknown bot is refused."""
-    from problems.gomoku import bot, bot_v1
+    from nco.problems.gomoku import bot, bot_v1
 
     for name, move in (("v1", bot_v1.expert_move), ("rules", bot.expert_move)):
         env = GomokuEnv(7, bot=name)

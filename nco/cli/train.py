@@ -1,0 +1,34 @@
+"""`nco-train`: self-improvement (Algorithm 1) or supervised training from a Hydra config.
+
+    nco-train experiment=tsp20_quick
+    nco-train experiment=tsp100_gumbeldore distributed=ray distributed.workers=16
+    nco-train experiment=tsp20_quick hydra.run.dir=runs/a   # rerun the same: continues
+    nco-train ckpt_path=outputs/<date>/<time>/checkpoints/last.ckpt   # resume elsewhere
+    nco-train --multirun experiment=tsp_sigma_sweep
+
+The work is `nco.training.runner.run(cfg)`; see docs/training.md.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import hydra
+from omegaconf import DictConfig
+
+from nco.allocator import keep_freed_memory
+from nco.paths import CONFIG_DIR
+from nco.training.runner import run
+
+
+@hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    """Hydra entry point; returns the best validation objective (for sweepers)."""
+    keep_freed_memory()
+    warnings.filterwarnings("ignore", ".*does not have many workers.*")
+    warnings.filterwarnings("ignore", ".*IterableDataset. has .__len__. defined.*")
+    return run(cfg)["best_objective"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+"""Capacitated vehicle routing in the BQ tail sub-problem form (Gumbeldore paper D.3)."""
+
+from nco.problems.cvrp.env import CVRPEnv
+from nco.problems.cvrp.problem import PROBLEM
+from nco.problems.cvrp.types import CVRPInstances, CVRPState
+from nco.registry import register_problem
+
+__all__ = ["PROBLEM", "CVRPEnv", "CVRPInstances", "CVRPState"]
+
+register_problem(PROBLEM)

@@ -1,0 +1,45 @@
+"""Random CVRP instances in the style of Kool et al. (2019), as used by BQ, LEHD and Gumbeldore."""
+
+from __future__ import annotations
+
+import torch
+
+from nco.problems.cvrp.types import CVRPInstances
+
+KOOL_CAPACITY = {10: 20, 20: 30, 50: 40, 100: 50, 200: 80, 500: 100, 1000: 250}
+"""Vehicle capacity per number of customers (Kool et al.; paper D.3.1 for N >= 100)."""
+
+MAX_DEMAND = 9
+
+
+def default_capacity(num_customers: int) -> int:
+    """The standard capacity for `num_customers`, or ValueError for sizes without one."""
+    if num_customers not in KOOL_CAPACITY:
+        raise ValueError(
+            f"No standard capacity for {num_customers} customers; pass capacity explicitly "
+            f"(standard sizes: {sorted(KOOL_CAPACITY)})."
+        )
+    return KOOL_CAPACITY[num_customers]
+
+
+def generate(
+    num: int,
+    num_customers: int,
+    capacity: int,
+    capacity_range: tuple[int, int] | None = None,
+    generator: torch.Generator | None = None,
+) -> CVRPInstances:
+    """`num` instances: depot and customers uniform in the unit square, demands uniform in 1..9.
+
+    The capacity is `capacity`, or uniform in the inclusive `capacity_range` per instance
+    (paper D.3.4 samples 40..100 during Gumbeldore training to help generalization).
+    """
+    depot = torch.rand(num, 2, generator=generator, dtype=torch.float64)
+    locs = torch.rand(num, num_customers, 2, generator=generator, dtype=torch.float64)
+    demands = torch.randint(1, MAX_DEMAND + 1, (num, num_customers), generator=generator)
+    if capacity_range is None:
+        cap = torch.full((num,), capacity, dtype=torch.long)
+    else:
+        lo, hi = capacity_range
+        cap = torch.randint(lo, hi + 1, (num,), generator=generator)
+    return CVRPInstances(depot=depot, locs=locs, demands=demands, capacity=cap)

@@ -1,0 +1,10 @@
+"""Euclidean TSP in the BQ tail sub-problem form."""
+
+from nco.problems.tsp.env import TSPEnv
+from nco.problems.tsp.problem import PROBLEM
+from nco.problems.tsp.types import TSPInstances, TSPState
+from nco.registry import register_problem
+
+__all__ = ["PROBLEM", "TSPEnv", "TSPInstances", "TSPState"]
+
+register_problem(PROBLEM)
