@@ -4,7 +4,7 @@ By default glibc serves every block above a threshold (128 KiB, adapting up to 3
 and gives it back to the kernel on free. A CPU decoder allocates and frees the same large
 activations at every step (beam 16 over 256 TSP50 instances: ~100 MB each), so each step maps
 fresh pages and the kernel zero-fills them on first touch: 22 % of that decode's CPU time was
-system time with glibc's defaults (`scripts/bench_allocator.py`,
+system time with glibc's defaults (`benchmarks/bench_allocator.py`,
 data/results/bench/allocator_cpu.json). Raising the mmap and trim thresholds lets the heap keep
 those blocks; after a few steps (small allocations split the first freed blocks) it holds
 enough of them and stops growing, at the price of a larger resident set (962 MiB against

@@ -104,11 +104,11 @@ if ((!DRY)); then
 fi
 
 # the target first: 1000 TSP100 x 128 Gumbeldore samples in <= 20 s
-step search 240 "$PY" scripts/bench_search.py --device cuda --precision bf16 --throughput 1000 \
+step search 240 "$PY" benchmarks/bench_search.py --device cuda --precision bf16 --throughput 1000 \
     --chunk 250 --out "$OUT/search.json"
-step policy 240 "$PY" scripts/bench_policy.py --device cuda --precisions fp32 bf16 --packing \
+step policy 240 "$PY" benchmarks/bench_policy.py --device cuda --precisions fp32 bf16 --packing \
     --out "$OUT/policy.json"
-step train 240 "$PY" scripts/bench_train.py --device cuda \
+step train 240 "$PY" benchmarks/bench_train.py --device cuda \
     --experiments tsp100_gumbeldore jssp_gumbeldore --profile --out "$OUT/train.json"
 # JSSP training probe: few instances per epoch, validation without references; the run dir
 # (checkpoints/last.ckpt, best.pt, logs/metrics.csv) lies under OUT_DIR.

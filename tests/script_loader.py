@@ -1,4 +1,4 @@
-"""Import a file of scripts/ as a module in tests (scripts/ is not a package)."""
+"""Import a file of scripts/ or benchmarks/ as a module in tests (neither is a package)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ from pathlib import Path
 from types import ModuleType
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+BENCHMARKS = SCRIPTS.parent / "benchmarks"
 
 
 def load_script(name: str) -> ModuleType:
-    """scripts/<name>.py, executed as a fresh module."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    """scripts/<name>.py (benchmarks/<name>.py for a `bench_` name), as a fresh module."""
+    folder = BENCHMARKS if name.startswith("bench_") else SCRIPTS
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

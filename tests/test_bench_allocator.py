@@ -1,4 +1,4 @@
-"""scripts/bench_allocator.py: both settings decode and train alike, and the tuned one took."""
+"""benchmarks/bench_allocator.py: both settings decode and train alike, and the tuned one took."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_allocator.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_allocator.py"
 
 
 def test_small_cases_give_the_same_results_in_both_settings(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""scripts/bench_memory.py: a small case reports the compact trie and every sequence."""
+"""benchmarks/bench_memory.py: a small case reports the compact trie and every sequence."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_memory.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_memory.py"
 
 
 def test_small_case_reports_trie_and_memory(tmp_path: Path) -> None:

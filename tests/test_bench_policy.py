@@ -1,4 +1,4 @@
-"""scripts/bench_policy.py: tiny models time one call per depth, count the linear layers'
+"""benchmarks/bench_policy.py: tiny models time one call per depth, count the linear layers'
 multiply-accumulates as computed by hand, and compare the packed JSSP transformer with the
 unpacked one."""
 

@@ -1,4 +1,4 @@
-"""scripts/bench_search.py: a tiny case times every decoder, in fp32 and with int8 linears."""
+"""benchmarks/bench_search.py: a tiny case times every decoder, in fp32 and with int8 linears."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_search.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_search.py"
 
 
 @pytest.mark.parametrize("precision", ["fp32", "int8"])

@@ -1,4 +1,4 @@
-"""scripts/bench_train.py: a tiny case times steps in both precisions and records comparable
+"""benchmarks/bench_train.py: a tiny case times steps in both precisions and records comparable
 loss curves (same seeds, so the first step's loss agrees across precisions)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_train.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train.py"
 
 
 def test_tiny_case_times_steps_and_records_loss_curves(tmp_path: Path) -> None:

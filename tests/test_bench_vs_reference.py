@@ -1,4 +1,4 @@
-"""scripts/bench_vs_reference.py: nco's and the authors' Gumbeldore timed side by side, with
+"""benchmarks/bench_vs_reference.py: nco's and the authors' Gumbeldore timed side by side, with
 the sequence-count check, on a tiny model and TSP10 (a few seconds)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from script_loader import SCRIPTS, load_script
+from script_loader import BENCHMARKS, load_script
 
 from tests.reference_code import REFERENCE, requires_reference
 
@@ -21,9 +21,9 @@ def test_both_samplers_timed_with_the_expected_sequences(tmp_path: Path) -> None
     """A subprocess (their code imports Ray and needs an easydict stand-in) times both sides;
     each returns beam x rounds = 8 distinct tours per instance."""
     out = tmp_path / "bench.json"
-    root = str(SCRIPTS.parent)
+    root = str(BENCHMARKS.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, str(SCRIPTS / "bench_vs_reference.py"), *TINY, "--out", str(out)]
+    cmd = [sys.executable, str(BENCHMARKS / "bench_vs_reference.py"), *TINY, "--out", str(out)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     report = json.loads(out.read_text())

@@ -12,7 +12,7 @@ from nco.env import Batch, Env
 
 @dataclasses.dataclass
 class PolicyStats:
-    """Cumulative policy-forward time and rows, read by scripts/bench_search.py."""
+    """Cumulative policy-forward time and rows, read by benchmarks/bench_search.py."""
 
     seconds: float = 0.0
     rows: int = 0

@@ -18,7 +18,7 @@ actions), so a row keeps only what cannot be recomputed:
   to ~1e-7 relative, far below the policy's own float32 precision, while every sampling
   computation still runs in float64.
 Together 8 bytes per (node, action) instead of 32 (4 without advantages): Gumbeldore 32 x 4
-on 128 TSP100 instances needs about 1.2 GiB of trie instead of 4.8 (scripts/bench_memory.py).
+on 128 TSP100 instances needs about 1.2 GiB of trie instead of 4.8 (benchmarks/bench_memory.py).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ the device step's time goes, by kind of operator. With `--epoch`, also runs one 
 the first experiment through `nco-train` in a subprocess and reports its sampling, training
 and validation seconds from the metrics CSV.
 
-    python scripts/bench_train.py --profile --out data/results/bench_train_cpu.json
-    python scripts/bench_train.py --experiments tsp100_gumbeldore --device cuda --epoch
-    python scripts/bench_train.py --experiments tsp100_gumbeldore --batch-size 256 --steps 100 \
+    python benchmarks/bench_train.py --profile --out data/results/bench_train_cpu.json
+    python benchmarks/bench_train.py --experiments tsp100_gumbeldore --device cuda --epoch
+    python benchmarks/bench_train.py --experiments tsp100_gumbeldore --batch-size 256 --steps 100 \
         --precisions fp32 bf16 --curve loss.png     # same batches: loss curves fp32 vs bf16
 """
 

@@ -8,7 +8,7 @@ steps on random sub-trajectories of such instances (bench_train.py's steps: what
 epoch does between its sampling). Reported per case and mode: median wall, user and system
 seconds, peak resident memory; and the ratios default / tuned.
 
-    python scripts/bench_allocator.py --out data/results/bench/allocator_cpu.json
+    python benchmarks/bench_allocator.py --out data/results/bench/allocator_cpu.json
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_train import _buffer, time_steps  # scripts/ is on the path when this file runs
+from bench_train import _buffer, time_steps  # benchmarks/ is on the path when this file runs
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKPOINTS = {

@@ -6,8 +6,8 @@ states evaluated per second, and the ratio gumbeldore(k x 4) / (4 x beam_search(
 `--chunk` instances, as a training epoch's sampling does (`throughput_<N>x<k*rounds>`), and on
 a GPU samples its utilisation meanwhile.
 
-    python scripts/bench_search.py --precision bf16 --out bench_search.json
-    python scripts/bench_search.py --device cuda --throughput 1000 --chunk 250 --out gpu.json
+    python benchmarks/bench_search.py --precision bf16 --out bench_search.json
+    python benchmarks/bench_search.py --device cuda --throughput 1000 --chunk 250 --out gpu.json
 
 `--precision int8` (CPU) quantizes the encoder's linear layers dynamically to int8
 (`torch.ao.quantization.quantize_dynamic`): a candidate for a cheaper network evaluation on CPUs

@@ -5,7 +5,7 @@ peak allocated device memory) above what it held before the search, the trie's r
 and the wall time. The default policy is a tiny BQ, so the trie dominates and the run takes
 minutes on a CPU; `--model paper` adds the paper-size network's activations (slow on a CPU).
 
-    python scripts/bench_memory.py --out data/results/bench_memory_cpu.json
+    python benchmarks/bench_memory.py --out data/results/bench_memory_cpu.json
 """
 
 from __future__ import annotations

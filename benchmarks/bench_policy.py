@@ -9,8 +9,8 @@ operators' time (torch.profiler). Both come from one untimed probe call per case
 operation (`PACK_BELOW = 0`) and on the unscheduled ones only (packing forced), interleaved,
 and the ratio is reported; `s_per_call` is then the form that `PACK_BELOW` picks.
 
-    python scripts/bench_policy.py --threads 1 --packing --out data/results/bench/policy_cpu.json
-    python scripts/bench_policy.py --device cuda --precisions fp32 bf16 --packing --out gpu.json
+    python benchmarks/bench_policy.py --threads 1 --packing --out data/results/bench/policy_cpu.json
+    python benchmarks/bench_policy.py --device cuda --precisions fp32 bf16 --packing --out gpu.json
 """
 
 from __future__ import annotations

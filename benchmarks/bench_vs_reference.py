@@ -22,8 +22,8 @@ Their code needs, and gets, these run-time stand-ins (their files are not edited
   and `CUDA_VISIBLE_DEVICES` is left alone (config value None).
 Nothing in their TSP sampling path needs a GPU.
 
-    python scripts/bench_vs_reference.py --threads 2 --out bench_vs_reference.json
-    python scripts/bench_vs_reference.py --tiny --nodes 10 --instances 2 --beam 4 --rounds 2
+    python benchmarks/bench_vs_reference.py --threads 2 --out bench_vs_reference.json
+    python benchmarks/bench_vs_reference.py --tiny --nodes 10 --instances 2 --beam 4 --rounds 2
 """
 
 from __future__ import annotations
