@@ -128,7 +128,7 @@ def run(cfg: DictConfig) -> Results:
     start = time.perf_counter()
     ordered, natural = [], []
     for original in originals:
-        dataset, scales = original.unit_square()
+        dataset, scales = original.unit_square(get_problem(original.problem).coord_fields)
         solved = solve_all(
             dataset, cfg.solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers)
         )

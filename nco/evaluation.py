@@ -62,7 +62,7 @@ def evaluate_dataset(
     cfg: DictConfig, loaded: checkpoint.Loaded, problem: Problem, dataset: Dataset, search: dict
 ) -> dict[str, Any]:
     """Decode one dataset; costs (the dataset's metric), natural costs, sequences, settings."""
-    scaled, scales = dataset.unit_square()
+    scaled, scales = dataset.unit_square(problem.coord_fields)
     if (scales != 1).any():
         print(
             f"nco-eval: {dataset.name}: {int((scales != 1).sum())} of {len(dataset)} instances "

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from nco.datasets import Dataset, GeneratedSet
+    from nco.dataset import Dataset, GeneratedSet
     from nco.env import Batch, Env
     from nco.solver import Solver
 
@@ -56,7 +56,7 @@ class Problem:
         suffixes: the file suffixes `read` takes (".npz" files are matched by `recognise`).
         recognise: the `.npz` field names -> True when they are this problem's layout.
         library_suffixes: one-instance library files (TSPLIB .tsp) evaluated file by file.
-        generated_sets: named sets generated bit for bit: name -> `nco.datasets.GeneratedSet`.
+        generated_sets: named sets generated bit for bit: name -> `nco.dataset.GeneratedSet`.
         dataset: any other named set (e.g. "taillard:ta01") -> Dataset, or None if not its.
         dataset_hint: examples of `dataset` names, for error messages.
         make_arrays: (count, size, seed) -> a dataset's arrays by the named sets' recipe

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nco.datasets import Dataset
+from nco.dataset import Dataset
 from nco.registry import get_problem
 
 

@@ -84,8 +84,8 @@ def load_instance_file(
 def normalize(dataset: Dataset, index: int) -> tuple[dict[str, np.ndarray], list[float], float]:
     """Instance `index` as the policy and solvers see it (`Dataset.unit_square`, the same
     mapping nco-eval applies), with the offset and scale back to the file's coordinates."""
-    scaled, scales = dataset.unit_square()
     fields = get_problem(dataset.problem).coord_fields
+    scaled, scales = dataset.unit_square(fields)
     original = dataset.instance(index)
     if not fields or scales[index] == 1:
         return scaled.instance(index), [0.0, 0.0], 1.0

@@ -204,11 +204,12 @@ def test_bad_data_arguments(tmp_path: Path, data: str, problem: str | None, matc
 
 
 def test_dataset_rejects_inconsistent_fields() -> None:
-    """Fields with different instance counts, or a missing field, are rejected."""
+    """Fields with different instance counts, or a field the problem needs (`require`, which
+    the resolver calls with the descriptor's fields), are rejected."""
     with pytest.raises(ValueError, match="disagree"):
         Dataset("cvrp", "x", {**kool_cvrp(2, 5, 0, capacity=10), "capacity": np.array([50])})
     with pytest.raises(ValueError, match="missing fields"):
-        Dataset("tsp", "x", {"locs": np.zeros((1, 3, 2))})
+        Dataset("tsp", "x", {"locs": np.zeros((1, 3, 2))}).require(("coords",))
 
 
 def test_unit_square_scales_only_instances_outside_it() -> None:
@@ -220,13 +221,22 @@ def test_unit_square_scales_only_instances_outside_it() -> None:
     locs = np.array([[[30.0, 20.0], [10.0, 60.0]], [[0.1, 0.2], [0.9, 0.3]]])
     arrays = {"depot": depot, "locs": locs, "demands": np.ones((2, 2), np.int64),
               "capacity": np.array([5, 5])}  # fmt: skip
-    scaled, scales = Dataset("cvrp", "t", arrays).unit_square()
+    scaled, scales = Dataset("cvrp", "t", arrays).unit_square(("depot", "locs"))
     assert scales.tolist() == [40.0, 1.0]
     assert scaled.arrays["depot"][0].tolist() == [0.0, 0.0]
     assert scaled.arrays["locs"][0].tolist() == [[0.5, 0.0], [0.0, 1.0]]
     assert np.array_equal(scaled.arrays["locs"][1], locs[1])
     jssp = Dataset("jssp", "j", {"durations": np.ones((1, 2, 2)), "machines": np.zeros((1, 2, 2))})
-    assert jssp.unit_square()[0] is jssp
+    assert jssp.unit_square(())[0] is jssp
+
+
+def test_value_types_need_no_registry() -> None:
+    """`nco.dataset` imports nothing of the registry (no datasets / problem / registry circle)."""
+    import subprocess
+    import sys
+
+    code = "import sys, nco.dataset; assert 'nco.registry' not in sys.modules, 'registry'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def test_rl4co_npz_files_load(tmp_path) -> None:

@@ -99,7 +99,7 @@ def test_nco_baseline_runs_the_plugin_solver(toy) -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "datasets", "evaluation", "inference", "solving", "scoring", "baselines", "registry",
+        "dataset", "datasets", "evaluation", "inference", "solving", "scoring", "baselines", "registry",
         "problem", "training/runner", "training/references", "cli/evaluate", "cli/solve",
         "cli/baseline", "cli/train", "cli/importer",
     ],

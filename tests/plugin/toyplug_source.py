@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nco.datasets import Dataset
+from nco.dataset import Dataset
 from nco.env import Batch, Env
 from nco.problem import Problem
 from nco.registry import add_plugin_package, register, register_problem

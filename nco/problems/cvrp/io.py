@@ -37,7 +37,7 @@ import numpy as np
 import torch
 import vrplib
 
-from nco.datasets import Dataset, best_known, npz_reference_source
+from nco.dataset import Dataset, best_known, npz_reference_source
 from nco.problems.cvrp.generator import default_capacity
 from nco.problems.cvrp.routes import tour_to_actions
 from nco.problems.cvrp.types import CVRPInstances

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nco.datasets import Dataset
+from nco.dataset import Dataset
 from nco.problem import Problem
 from nco.problems.jssp.env import JSSPEnv
 from nco.problems.jssp.types import JSSPInstances
@@ -16,7 +16,7 @@ from nco.problems.jssp.types import JSSPInstances
 
 def read(path: Path) -> Dataset:
     """An .npz, Taillard or OR-Library file (text files hold no references)."""
-    from nco.datasets import npz_reference_source
+    from nco.dataset import npz_reference_source
     from nco.problems.jssp.io import load_jssp
 
     instances, refs = load_jssp(path)

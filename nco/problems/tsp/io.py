@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from nco.datasets import Dataset, best_known, npz_reference_source
+from nco.dataset import Dataset, best_known, npz_reference_source
 from nco.problems.tsp.types import TSPInstances
 from nco.safe_io import RestrictedUnpickler, check_refs
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from nco.datasets import Dataset, GeneratedSet
+from nco.dataset import Dataset, GeneratedSet
 from nco.problem import Problem
 from nco.problems.tsp.env import TSPEnv
 from nco.problems.tsp.types import TSPInstances
