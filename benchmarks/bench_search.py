@@ -31,18 +31,18 @@ from nco import search
 from nco.decode import decode
 from nco.models.bq import BQPolicy
 from nco.problems.tsp import TSPEnv
-from nco.search.policy_eval import STATS
+from nco.search.policy_eval import timed
 
 
 def _run(fn: Callable[[], object], repeats: int) -> dict[str, float]:
     walls, policy_s, rows = [], [], []
     for _ in range(repeats):
-        STATS.reset()
-        start = time.perf_counter()
-        fn()
-        walls.append(time.perf_counter() - start)
-        policy_s.append(STATS.seconds)
-        rows.append(STATS.rows)
+        with timed() as stats:
+            start = time.perf_counter()
+            fn()
+            walls.append(time.perf_counter() - start)
+        policy_s.append(stats.seconds)
+        rows.append(stats.rows)
     wall = statistics.median(walls)
     pol = statistics.median(policy_s)
     return {
@@ -102,8 +102,7 @@ def throughput(
         "sigma": 0.3,
         "batch_size": args.chunk,
     }
-    STATS.reset()
-    with Utilisation(args.device) as util:
+    with timed() as stats, Utilisation(args.device) as util:
         start = time.perf_counter()
         sols = decode(policy, env, instances, cfg, torch.Generator().manual_seed(0))
         wall = time.perf_counter() - start
@@ -113,9 +112,9 @@ def throughput(
         "instances": args.throughput,
         "samples_per_instance": args.beam * args.rounds,
         "chunk": args.chunk,
-        "policy_s": STATS.seconds,
-        "policy_share": STATS.seconds / wall,
-        "states_evaluated": STATS.rows,
+        "policy_s": stats.seconds,
+        "policy_share": stats.seconds / wall,
+        "states_evaluated": stats.rows,
         "best_tour_mean": float(env.cost(sols.best().objective).mean()),
         **util.summary(),
     }

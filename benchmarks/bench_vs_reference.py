@@ -50,7 +50,7 @@ import torch
 from nco import search
 from nco.models.bq import BQPolicy
 from nco.problems.tsp import TSPEnv, TSPInstances
-from nco.search.policy_eval import STATS
+from nco.search.policy_eval import timed
 from nco.search.solutions import Solutions
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gumbeldore"
@@ -108,17 +108,17 @@ def _check(counts: list[int], distinct: list[int], expected: int) -> dict[str, A
 
 # --------------------------------------------------------------------------------------- nco
 def _time_nco(fn: Callable[[], Solutions], repeats: int, device: str) -> tuple[dict, Solutions]:
-    """Run `fn` `repeats` times; policy time and states from nco's STATS counters."""
+    """Run `fn` `repeats` times; policy time and states from a `timed()` observer."""
     walls, policy_s, rows = [], [], []
     sols = None
     for _ in range(repeats):
-        STATS.reset()
-        start = time.perf_counter()
-        sols = fn()
-        _sync(device)
-        walls.append(time.perf_counter() - start)
-        policy_s.append(STATS.seconds)
-        rows.append(STATS.rows)
+        with timed() as stats:
+            start = time.perf_counter()
+            sols = fn()
+            _sync(device)
+            walls.append(time.perf_counter() - start)
+        policy_s.append(stats.seconds)
+        rows.append(stats.rows)
     return _summary(walls, policy_s, rows), sols
 
 

@@ -8,12 +8,13 @@ candidates with their own key, so episodes may differ in length.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 
 from nco.env import Batch, Env
 from nco.search.gumbel import gumbel, truncated_gumbel
-from nco.search.policy_eval import masked_logits, nucleus
+from nco.search.policy_eval import encode, masked_logits, nucleus
 from nco.search.trie import Trie
 
 
@@ -50,12 +51,15 @@ def run_round(
     trie: Trie | None = None,
     root_nodes: torch.Tensor | None = None,
     sigma: float = 0.0,
+    cache: Any = None,
 ) -> Leaves:
     """Expand beams of width `beam_width` from `roots` (N states) until every beam is done.
 
     `root_key` (N,) float64 is the root's key; -inf marks an instance to skip (exhausted).
     With a `trie`, node log-probabilities are read from it (and stored on first expansion) and
-    the sampling distribution is softmax(logmass + sigma * adv) at each node.
+    the sampling distribution is softmax(logmass + sigma * adv) at each node. `cache` is the
+    policy's encoding of `roots` (nco.search.policy_eval); when None and the policy has the
+    cached-encoding path, the roots are encoded here, once.
     """
     n, k, dev = roots.batch_size, beam_width, roots.device
     slots = n * k
@@ -76,6 +80,9 @@ def run_round(
     if trie is not None and root_nodes is not None:
         node[first] = root_nodes
     pruned = torch.zeros(n, dtype=torch.bool, device=dev)
+    if cache is None:
+        cache = encode(policy, roots)
+    rows = None  # each live slot's instance (slot // k), only needed with a cache
 
     live = valid.nonzero().squeeze(1)
     state = env.index(roots, live // k)
@@ -93,7 +100,9 @@ def run_round(
             fresh = (nid < 0).nonzero().squeeze(1)
             if fresh.numel() > 0:
                 sub = state if fresh.numel() == live.numel() else env.index(state, fresh)
-                logits = masked_logits(policy, env, sub, mask[fresh])
+                if cache is not None:
+                    rows = live[fresh] // k
+                logits = masked_logits(policy, env, sub, mask[fresh], cache, rows)
                 ids = trie.add(torch.log_softmax(logits, dim=1))
                 nid = nid.clone()
                 nid[fresh] = ids
@@ -104,7 +113,10 @@ def run_round(
             logp = torch.log_softmax(trie.logits(nid, sigma), dim=1)
         else:
             nid = None
-            logp_orig = torch.log_softmax(masked_logits(policy, env, state, mask), dim=1)
+            if cache is not None:
+                rows = live // k
+            logits = masked_logits(policy, env, state, mask, cache, rows)
+            logp_orig = torch.log_softmax(logits, dim=1)
             logp = logp_orig
         logp = nucleus(logp, top_p)
         children = phi[live].unsqueeze(1) + logp

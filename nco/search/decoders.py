@@ -8,7 +8,7 @@ from nco.env import Batch, Env
 from nco.search.beam import Leaves, run_round
 from nco.search.estimator import log_weights, weighted_mean
 from nco.search.gumbel import gumbel
-from nco.search.policy_eval import masked_logits, nucleus
+from nco.search.policy_eval import encode, masked_logits, nucleus
 from nco.search.solutions import Solutions
 from nco.search.trie import Trie
 
@@ -108,11 +108,13 @@ def sample(
     objective = torch.full((rows,), -torch.inf, dtype=torch.float64, device=dev)
     live = torch.arange(rows, device=dev)
     state = env.index(roots, live // s)
+    cache = encode(policy, roots)
     depth = 0
     while live.numel() > 0:
         if depth >= max_steps:
             raise RuntimeError(f"Episode longer than env.max_steps = {max_steps}.")
-        logits = masked_logits(policy, env, state, env.action_mask(state))
+        rows = live // s if cache is not None else None
+        logits = masked_logits(policy, env, state, env.action_mask(state), cache, rows)
         logp = nucleus(torch.log_softmax(logits / temperature, dim=1), top_p)
         noise = gumbel(tuple(logp.shape), generator, dev)
         a = torch.where(logp > -torch.inf, logp + noise, -torch.inf).argmax(dim=1)
@@ -269,6 +271,7 @@ def gumbeldore(
         advantages=update != "none",
     )
     root_nodes = torch.full((n,), -1, dtype=torch.long, device=dev)
+    cache = encode(policy, roots)  # one encoding per instance for all rounds
     shift = sigma if update != "none" else 0.0
     rounds_out: list[Leaves] = []
     for round_p in schedule:
@@ -290,6 +293,7 @@ def gumbeldore(
             trie=trie,
             root_nodes=root_nodes,
             sigma=shift,
+            cache=cache,
         )
         first = leaves.path[:, 0, 0]
         root_nodes = torch.where((root_nodes < 0) & (first >= 0), first, root_nodes)

@@ -1,9 +1,23 @@
-"""Calling the policy on a flat batch of states, with timing for the benchmarks."""
+"""Calling the policy on a flat batch of states, with an optional cached encoding.
+
+Cached-encoding protocol: a policy may offer `encode(roots) -> cache` (anything with tensors
+indexed by instance along dim 0, computed once from the root states of a decode) and
+`decode(states, cache, rows) -> logits`, where `rows` Long[L] names each state row's instance
+in the cache. Decoders call `encode` once per instance per decode and `decode` at every step;
+a policy without `encode` is called as `policy(states)`, as before. `policy(states)` must equal
+`decode(states, encode(states), arange(L))` so that both paths give the same search.
+
+Benchmarks time the policy by installing an observer (`timed()` or `observe`); without one no
+clock is read and CUDA is never synchronized.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -12,7 +26,7 @@ from nco.env import Batch, Env
 
 @dataclasses.dataclass
 class PolicyStats:
-    """Cumulative policy-forward time and rows, read by benchmarks/bench_search.py."""
+    """Cumulative policy calls and rows (always counted) and seconds (under `timed()`)."""
 
     seconds: float = 0.0
     rows: int = 0
@@ -22,39 +36,105 @@ class PolicyStats:
         """Zero all counters."""
         self.seconds, self.rows, self.calls = 0.0, 0, 0
 
+    def __call__(self, rows: int, seconds: float) -> None:
+        """Observer form: add one policy call of `rows` rows that took `seconds`."""
+        self.seconds += seconds
+        self.rows += rows
+        self.calls += 1
 
-STATS = PolicyStats()
+
+STATS = PolicyStats()  # calls and rows of every policy call; seconds stay 0 (see `timed`)
+_OBSERVERS: list[Callable[[int, float], None]] = []
 # Most rows sent to the policy in one call: bounds the activation memory of wide searches
 # (Gumbeldore 32 beams x 128 TSP100 instances is 4096 rows x 102 tokens; the paper-size BQ's
 # feed-forward alone holds 0.85 GB for them in float32) at no cost in throughput on a CPU.
 POLICY_ROWS = 1024
 
 
+@contextlib.contextmanager
+def observe(callback: Callable[[int, float], None]) -> Iterator[None]:
+    """Call `callback(rows, seconds)` after every policy call inside the block.
+
+    While any observer is installed, each policy call is timed, synchronizing CUDA first so
+    the seconds are the device's.
+    """
+    _OBSERVERS.append(callback)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(callback)
+
+
+@contextlib.contextmanager
+def timed() -> Iterator[PolicyStats]:
+    """Fresh PolicyStats that add up the policy calls, rows and seconds inside the block."""
+    stats = PolicyStats()
+    with observe(stats):
+        yield stats
+
+
+def has_cache(policy: torch.nn.Module) -> bool:
+    """True when `policy` offers the cached-encoding path (`encode` and `decode`)."""
+    return callable(getattr(policy, "encode", None)) and callable(getattr(policy, "decode", None))
+
+
+def encode(policy: torch.nn.Module, roots: Batch) -> Any:
+    """The policy's encoding of the root states (one row per instance), None without a cache."""
+    if not has_cache(policy):
+        return None
+    return policy.encode(roots)
+
+
+def _call(
+    policy: torch.nn.Module, states: Batch, cache: Any, rows: torch.Tensor | None
+) -> torch.Tensor:
+    if cache is None:
+        return policy(states)
+    return policy.decode(states, cache, rows)
+
+
 def masked_logits(
-    policy: torch.nn.Module, env: Env, states: Batch, mask: torch.Tensor
+    policy: torch.nn.Module,
+    env: Env,
+    states: Batch,
+    mask: torch.Tensor,
+    cache: Any = None,
+    rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Policy logits (L, A) in float64 with infeasible actions at -inf.
 
     Rows with a single feasible action are not sent to the policy (their choice is forced).
     A policy may rule out feasible actions with -inf (candidate restriction such as knn), as
-    long as one feasible action per row keeps a finite logit.
+    long as one feasible action per row keeps a finite logit. With a `cache` (from `encode`),
+    `rows` Long[L] gives each state's instance in it.
     """
+    if cache is not None and (rows is None or rows.shape[0] != states.batch_size):
+        raise ValueError("masked_logits: a cache needs `rows`, one instance index per state.")
     out = torch.where(mask, 0.0, -torch.inf).to(torch.float64)
     need = (mask.sum(1) > 1).nonzero().squeeze(1)
     if need.numel() == 0:
         return out
     sub = states if need.numel() == states.batch_size else env.index(states, need)
-    start = time.perf_counter()
+    sub_rows = None if rows is None else rows[need]
+    start = time.perf_counter() if _OBSERVERS else 0.0
     if need.numel() <= POLICY_ROWS:
-        logits = policy(sub)
+        logits = _call(policy, sub, cache, sub_rows)
     else:
-        rows = torch.arange(need.numel(), device=need.device).split(POLICY_ROWS)
-        logits = torch.cat([policy(env.index(sub, r)) for r in rows])
-    if logits.device.type == "cuda":
-        torch.cuda.synchronize(logits.device)
-    STATS.seconds += time.perf_counter() - start
+        parts = torch.arange(need.numel(), device=need.device).split(POLICY_ROWS)
+        logits = torch.cat(
+            [
+                _call(policy, env.index(sub, r), cache, None if sub_rows is None else sub_rows[r])
+                for r in parts
+            ]
+        )
     STATS.rows += need.numel()
     STATS.calls += 1
+    if _OBSERVERS:
+        if logits.device.type == "cuda":
+            torch.cuda.synchronize(logits.device)
+        seconds = time.perf_counter() - start
+        for callback in list(_OBSERVERS):
+            callback(need.numel(), seconds)
     logits = torch.where(mask[need], logits.to(torch.float64), -torch.inf)
     if bool(torch.isnan(logits).any() | (logits == torch.inf).any()):
         raise FloatingPointError("Policy returned NaN or +inf logits for feasible actions.")

@@ -1,0 +1,112 @@
+"""The cached-encoding path: same search as the uncached call, one encoding per instance."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from nco.decode import decode
+from nco.problems.tsp import TSPEnv, TSPState
+from nco.search import beam_search, greedy, gumbeldore, sample, sbs
+from nco.search.policy_eval import has_cache, timed
+
+
+class CachedPolicy(torch.nn.Module):
+    """Encodes each node once (an MLP of its coordinates); a step scores nodes against the
+    origin's embedding. Counts the instances it encodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Sequential(
+            torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16)
+        )
+        self.query = torch.nn.Linear(16, 16)
+        self.encoded = 0
+        self.encode_calls = 0
+
+    def encode(self, roots: TSPState) -> torch.Tensor:
+        self.encoded += roots.batch_size
+        self.encode_calls += 1
+        return self.embed(roots.coords.float())
+
+    def decode(self, states: TSPState, cache: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        emb = cache[rows]
+        here = emb[torch.arange(states.batch_size), states.origin]
+        return 3.0 * torch.einsum("bnd,bd->bn", emb, self.query(here))
+
+    def forward(self, states: TSPState) -> torch.Tensor:
+        return self.decode(states, self.encode(states), torch.arange(states.batch_size))
+
+
+class Uncached(torch.nn.Module):
+    """The same network seen through `forward` only (no cached path)."""
+
+    def __init__(self, inner: CachedPolicy) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, states: TSPState) -> torch.Tensor:
+        return self.inner(states)
+
+
+DECODERS: dict[str, Callable] = {
+    "greedy": lambda p, e, i: greedy(p, e, i),
+    "beam": lambda p, e, i: beam_search(p, e, i, 5),
+    "sample": lambda p, e, i: sample(p, e, i, 6, generator=torch.Generator().manual_seed(3)),
+    "sbs": lambda p, e, i: sbs(p, e, i, 5, generator=torch.Generator().manual_seed(3)),
+    "gumbeldore": lambda p, e, i: gumbeldore(
+        p, e, i, 4, 3, 0.5, generator=torch.Generator().manual_seed(3)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECODERS))
+def test_cached_path_gives_the_uncached_search_and_encodes_once(name: str) -> None:
+    env = TSPEnv(9)
+    instances = env.generate(4, torch.Generator().manual_seed(1))
+    policy = CachedPolicy().eval()
+    assert has_cache(policy) and not has_cache(Uncached(policy))
+    plain = DECODERS[name](Uncached(policy), env, instances)
+    uncached_encodes = policy.encoded
+    assert uncached_encodes > instances.batch_size  # every uncached step re-encodes
+    policy.encoded = policy.encode_calls = 0
+    cached = DECODERS[name](policy, env, instances)
+    assert policy.encoded == instances.batch_size and policy.encode_calls == 1
+    assert torch.equal(plain.actions, cached.actions)
+    assert torch.allclose(plain.logprob, cached.logprob, atol=1e-5)
+    assert torch.equal(plain.objective, cached.objective)
+
+
+def test_cached_rows_follow_chunked_policy_calls(monkeypatch) -> None:
+    """Beams split over several policy calls (POLICY_ROWS) still read their own instance."""
+    from nco.search import policy_eval
+
+    env = TSPEnv(8)
+    instances = env.generate(3, torch.Generator().manual_seed(2))
+    policy = CachedPolicy().eval()
+    whole = beam_search(policy, env, instances, 4)
+    monkeypatch.setattr(policy_eval, "POLICY_ROWS", 5)
+    chunked = beam_search(policy, env, instances, 4)
+    assert torch.equal(whole.actions, chunked.actions)
+
+
+def test_decode_encodes_each_instance_once_per_chunk() -> None:
+    env = TSPEnv(7)
+    instances = env.generate(5, torch.Generator().manual_seed(4))
+    policy = CachedPolicy()
+    decode(policy, env, instances, {"method": "beam_search", "beam_width": 3, "batch_size": 2})
+    assert policy.encoded == 5 and policy.encode_calls == 3
+
+
+def test_timed_observer_counts_calls_and_rows() -> None:
+    env = TSPEnv(6)
+    instances = env.generate(2, torch.Generator().manual_seed(5))
+    with timed() as stats:
+        greedy(CachedPolicy(), env, instances)
+    # 5 steps; the last has one feasible node and needs no policy call.
+    assert stats.calls == 4 and stats.rows == 8 and stats.seconds > 0
+    greedy(CachedPolicy(), env, instances)
+    assert stats.calls == 4  # the observer is gone after the block
