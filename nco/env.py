@@ -114,6 +114,16 @@ class Env(ABC):
         """Upper bound on episode length, used to size action buffers."""
         raise NotImplementedError
 
+    def all_instances(self, device: torch.device | str = "cpu") -> Batch | None:
+        """Every instance of a problem whose instance set is finite and small (Gomoku: each
+        opening), for `training.fixed_instances`; None (the default) when it is not."""
+        return None
+
+    def validation_metrics(self, objective: torch.Tensor) -> dict[str, float]:
+        """Problem-specific summaries of validation objectives, logged as `val/<name>`
+        (Gomoku: wins, draws, losses); none by default."""
+        return {}
+
     def training_batch(
         self,
         instances: Batch,

@@ -17,6 +17,7 @@ from torch import nn
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch, Env
 from nco.paths import DATA_DIR
+from nco.policy import HasKnn, HasPrecision
 from nco.problem import Problem
 from nco.progress import progress_bar
 from nco.registry import get_problem
@@ -114,7 +115,7 @@ def configure_policy(
     if precision is not None:
         if precision not in PRECISIONS:
             raise ValueError(f"{command}: expected precision in {PRECISIONS}, got {precision!r}.")
-        if hasattr(policy, "precision"):
+        if isinstance(policy, HasPrecision):
             policy.precision = precision
         else:
             warnings.warn(
@@ -125,7 +126,7 @@ def configure_policy(
     if isinstance(problem, str):
         problem = get_problem(problem)
     value = parse_knn(knn, command)
-    if hasattr(policy, "knn"):
+    if isinstance(policy, HasKnn):
         if value is None:
             policy.knn = saved_knn if saved_knn is not None else problem.auto_knn(size)
         else:
@@ -136,8 +137,8 @@ def configure_policy(
             stacklevel=2,
         )
     return {
-        "precision": getattr(policy, "precision", None),
-        "knn": getattr(policy, "knn", None),
+        "precision": policy.precision if isinstance(policy, HasPrecision) else None,
+        "knn": policy.knn if isinstance(policy, HasKnn) else None,
     }
 
 

@@ -58,10 +58,10 @@ def test_random_tie_break_ignores_padded_slots() -> None:
         assert best_random_tie(sols, torch.Generator().manual_seed(seed)).actions[0, 0] == 0
 
 
-def test_fixed_instances_are_all_openings_and_need_all_openings() -> None:
-    """The fixed set is every cell once; an env without all_openings() is a ValueError."""
+def test_fixed_instances_are_all_instances_and_need_all_instances() -> None:
+    """The fixed set is every cell once; an env without all_instances() is a ValueError."""
     assert torch.equal(fixed_instance_set(GomokuEnv(6)).opening, torch.arange(36))
-    with pytest.raises(ValueError, match="all_openings"):
+    with pytest.raises(ValueError, match="all_instances"):
         fixed_instance_set(TSPEnv(num_nodes=5))
 
 
@@ -116,7 +116,7 @@ def test_mean_advantage_quick_run_decodes_and_trains(tmp_path: Path) -> None:
     trainer.fit(module, datamodule=dm)
     assert len(dm.buffer) == 25 and len(read_val(tmp_path / "logs" / "metrics.csv")) == 1
     with pytest.raises(ValueError, match="advantage"):
-        decode(module.policy, dm.env, dm.env.all_openings(), {**cfg.search, "advantage": "x"})
+        decode(module.policy, dm.env, dm.env.all_instances(), {**cfg.search, "advantage": "x"})
 
 
 def test_bad_tie_break_is_rejected(tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def read_val(path: Path) -> list[dict[str, float]]:
         ]
 
 
-def test_quick_run_trains_on_all_openings_and_logs_greedy_wins(tmp_path: Path) -> None:
+def test_quick_run_trains_on_all_instances_and_logs_greedy_wins(tmp_path: Path) -> None:
     """One epoch on 5x5: the buffer holds one game per opening, and val/wins, draws and losses
     count the trained policy's greedy games over all 25 openings."""
     cfg = compose_train(["experiment=gomoku_quick", "trainer.max_epochs=1"], tmp_path)
@@ -145,7 +145,7 @@ def test_quick_run_trains_on_all_openings_and_logs_greedy_wins(tmp_path: Path) -
     assert torch.equal(dm.buffer.instances.opening, torch.arange(25))
     assert torch.equal(dm.val_instances.opening, torch.arange(25))
     (val,) = read_val(tmp_path / "logs" / "metrics.csv")
-    greedy = decode(module.policy, dm.env, dm.env.all_openings(), {"method": "greedy"})
+    greedy = decode(module.policy, dm.env, dm.env.all_instances(), {"method": "greedy"})
     obj = greedy.best().objective
     assert val["val/wins"] == float((obj == 1).sum())
     assert val["val/wins"] + val["val/draws"] + val["val/losses"] == 25

@@ -99,9 +99,9 @@ def test_nco_baseline_runs_the_plugin_solver(toy) -> None:
 @pytest.mark.parametrize(
     "module",
     [
-        "dataset", "datasets", "evaluation", "inference", "solving", "scoring", "baselines", "registry",
-        "problem", "training/runner", "training/references", "cli/evaluate", "cli/solve",
-        "cli/baseline", "cli/train", "cli/importer",
+        "dataset", "datasets", "evaluation", "inference", "solving", "scoring", "baselines",
+        "registry", "problem", "training/runner", "training/references", "cli/evaluate",
+        "cli/solve", "cli/baseline", "cli/train", "cli/importer",
     ],
 )  # fmt: skip
 def test_core_modules_name_no_problem(module: str) -> None:

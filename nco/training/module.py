@@ -26,7 +26,7 @@ class SelfImprovementModule(L.LightningModule):
     which tells the DataModule to clear its buffer. The first validation also scores the
     initial best policy, so the comparison follows Algorithm 1 from the start.
 
-    An env method `validation_metrics(objective) -> {name: value}` adds `val/<name>` metrics
+    The env's `validation_metrics(objective) -> {name: value}` adds `val/<name>` metrics
     (Gomoku: wins, draws, losses). With `stop_objective` set, training stops after the first
     validation whose mean objective reaches it. `lr_decay` multiplies the learning rate after
     every epoch from epoch `lr_decay_from` on (the authors' code's per-epoch `decay_factor`; 1
@@ -179,9 +179,8 @@ class SelfImprovementModule(L.LightningModule):
         known = bool((~torch.isnan(refs)).all())
         if known:
             metrics["val/gap"] = self._gap(objective, refs)
-        extra = getattr(self.env, "validation_metrics", None)
-        if callable(extra):
-            metrics.update({f"val/{k}": float(v) for k, v in extra(objective).items()})
+        extra = self.env.validation_metrics(objective)
+        metrics.update({f"val/{k}": float(v) for k, v in extra.items()})
         if self.best_objective is None:
             initial = self._gathered("initial")
             self.best_objective = float(initial.mean())

@@ -36,14 +36,14 @@ from nco.training.references import reference_costs
 
 def fixed_instance_set(env: Env) -> Batch:
     """The problem's complete instance set for `training.fixed_instances` (Gomoku: every
-    opening), from the env's `all_openings()`."""
-    openings = getattr(env, "all_openings", None)
-    if not callable(openings):
+    opening), from the env's `all_instances()`."""
+    instances = env.all_instances()
+    if instances is None:
         raise ValueError(
-            f"train config: training.fixed_instances needs an env with all_openings(); "
-            f"{type(env).__name__} has none."
+            f"train config: training.fixed_instances needs an env with a finite instance set "
+            f"(Env.all_instances); {type(env).__name__} has none."
         )
-    return openings()
+    return instances
 
 
 def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | None]:

@@ -136,7 +136,7 @@ def test_greedy_games_replay_to_the_same_results() -> None:
     torch.manual_seed(0)
     env = GomokuEnv(7)
     net = GomokuNet(board_size=7, channels=8).eval()
-    instances = env.all_openings()
+    instances = env.all_instances()
     with torch.no_grad():
         best = greedy(net, env, instances).best()
     final, _ = env.replay(instances, best.actions)

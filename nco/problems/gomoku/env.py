@@ -16,6 +16,7 @@ import torch
 from nco.env import Env
 from nco.problems.gomoku import bot_v1
 from nco.problems.gomoku.bot import expert_move, has_five
+from nco.problems.gomoku.generator import all_openings, generate
 from nco.problems.gomoku.types import GomokuInstances, GomokuState
 
 LEARN_FROM = ("winner", "white")
@@ -70,13 +71,11 @@ class GomokuEnv(Env):
 
     def generate(self, num: int, generator: torch.Generator | None = None) -> GomokuInstances:
         """Uniformly random opening cells for black."""
-        return GomokuInstances(
-            opening=torch.randint(0, self.num_cells, (num,), generator=generator)
-        )
+        return generate(num, self.num_cells, generator)
 
-    def all_openings(self, device: torch.device | str = "cpu") -> GomokuInstances:
+    def all_instances(self, device: torch.device | str = "cpu") -> GomokuInstances:
         """All N * N openings, in cell order (the paper's training and evaluation set)."""
-        return GomokuInstances(opening=torch.arange(self.num_cells, device=device))
+        return all_openings(self.num_cells, device)
 
     def reset(self, instances: GomokuInstances) -> GomokuState:
         """Boards with black's opening stone, white to move."""

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from nco.env import Env
+from nco.problems.jssp.generator import generate
 from nco.problems.jssp.types import JSSPInstances, JSSPState
 
 
@@ -55,14 +56,8 @@ class JSSPEnv(Env):
         self.sizes = [(int(j), int(m)) for j, m in pairs]
 
     def generate(self, num: int, generator: torch.Generator | None = None) -> JSSPInstances:
-        """Durations uniform in 1..99, machine orders uniform permutations (Taillard 1993)."""
-        jobs, machines = self.sizes[0]
-        if len(self.sizes) > 1:
-            pick = int(torch.randint(len(self.sizes), (1,), generator=generator))
-            jobs, machines = self.sizes[pick]
-        durations = torch.randint(1, 100, (num, jobs, machines), generator=generator)
-        order = torch.rand(num, jobs, machines, generator=generator).argsort(dim=-1)
-        return JSSPInstances(durations=durations.to(torch.float64), machines=order)
+        """Taillard-style instances of one of `sizes` (`generator.generate`)."""
+        return generate(num, list(self.sizes), generator)
 
     def reset(self, instances: JSSPInstances) -> JSSPState:
         b, j, m = instances.durations.shape

@@ -6,6 +6,7 @@ import torch
 
 from nco.env import Env
 from nco.problems.tsp.augment import random_augment
+from nco.problems.tsp.generator import generate
 from nco.problems.tsp.types import TSPInstances, TSPState
 
 
@@ -30,9 +31,8 @@ class TSPEnv(Env):
         self.num_nodes = num_nodes
 
     def generate(self, num: int, generator: torch.Generator | None = None) -> TSPInstances:
-        """Uniform coordinates in the unit square (Kool et al.)."""
-        coords = torch.rand(num, self.num_nodes, 2, generator=generator, dtype=torch.float64)
-        return TSPInstances(coords=coords)
+        """Uniform coordinates in the unit square (Kool et al.; `generator.generate`)."""
+        return generate(num, self.num_nodes, generator)
 
     def reset(self, instances: TSPInstances) -> TSPState:
         coords = instances.coords

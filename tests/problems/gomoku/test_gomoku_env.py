@@ -62,16 +62,16 @@ def test_reset_rejects_bad_openings(opening: torch.Tensor) -> None:
         GomokuEnv(9).reset(GomokuInstances(opening=opening.long()))
 
 
-def test_generate_is_seeded_and_all_openings_covers_the_board() -> None:
-    """Same seed, same openings; all_openings lists every cell once."""
+def test_generate_is_seeded_and_all_instances_covers_the_board() -> None:
+    """Same seed, same openings; all_instances lists every cell once."""
     env = GomokuEnv(7)
     a = env.generate(50, torch.Generator().manual_seed(3)).opening
     b = env.generate(50, torch.Generator().manual_seed(3)).opening
     assert torch.equal(a, b)
     assert int(a.min()) >= 0 and int(a.max()) < 49
-    assert env.all_openings().opening.tolist() == list(range(49))
-    assert env.max_steps(env.all_openings()) == math.ceil(49 / 2)
-    assert env.num_actions(env.all_openings()) == 49
+    assert env.all_instances().opening.tolist() == list(range(49))
+    assert env.max_steps(env.all_instances()) == math.ceil(49 / 2)
+    assert env.num_actions(env.all_instances()) == 49
 
 
 def test_step_plays_white_then_the_bot() -> None:
@@ -165,7 +165,7 @@ def test_random_games_from_every_opening_terminate(size: int) -> None:
     """Random white play from all openings passes the protocol check; games end at different
     depths, and objectives are game results."""
     env = GomokuEnv(size)
-    instances = env.all_openings()
+    instances = env.all_instances()
     state, actions = check_env_protocol(env, instances, torch.Generator().manual_seed(size))
     assert bool(env.is_done(state).all())
     assert set(env.objective(state).tolist()) <= {-1.0, 0.0, 1.0}
@@ -179,7 +179,7 @@ def test_random_games_from_every_opening_terminate(size: int) -> None:
 def test_replay_reproduces_the_games() -> None:
     """Replaying white's moves gives the same final boards and results; plies alternate."""
     env = GomokuEnv(7)
-    instances = env.all_openings()
+    instances = env.all_instances()
     state, actions = check_env_protocol(env, instances, torch.Generator().manual_seed(0))
     final, plies = env.replay(instances, actions)
     assert torch.equal(final.board, state.board) and torch.equal(final.winner, state.winner)
@@ -191,7 +191,7 @@ def test_replay_reproduces_the_games() -> None:
 def test_replay_rejects_incomplete_or_overlong_games() -> None:
     """Actions must end exactly when the game ends."""
     env = GomokuEnv(7)
-    instances = env.all_openings()
+    instances = env.all_instances()
     _, actions = check_env_protocol(env, instances, torch.Generator().manual_seed(0))
     with pytest.raises(ValueError, match="complete games"):
         env.replay(instances, actions[:, :1])
@@ -203,7 +203,7 @@ def test_replay_rejects_incomplete_or_overlong_games() -> None:
 def test_training_batch_white_targets() -> None:
     """learn_from='white': the board before white's j-th move (found by replay) and that move."""
     env = GomokuEnv(7, learn_from="white")
-    instances = env.all_openings()
+    instances = env.all_instances()
     actions = random_games(env, instances, seed=1)
     states, targets = env.training_batch(instances, actions, torch.Generator().manual_seed(0))
     stones = (states.board != 0).flatten(1).sum(1)
@@ -222,7 +222,7 @@ def test_training_batch_winner_targets_black_replies() -> None:
     """learn_from='winner': in games black won, the board is black's view before its reply and
     the target is the bot's reply there; the batch is reproducible from the seed."""
     env = GomokuEnv(7)
-    instances = env.all_openings()
+    instances = env.all_instances()
     actions = random_games(env, instances, seed=1)
     final, _ = env.replay(instances, actions)
     black = final.winner == -1
@@ -239,7 +239,7 @@ def test_training_batch_replay_cache_matches_fresh_replays(monkeypatch: pytest.M
     """Cached replays give the same batches as a fresh env, duplicates are replayed once, the
     cache stays bounded, and an incomplete game is still rejected after its prefix was seen."""
     env = GomokuEnv(7)
-    instances = env.all_openings()
+    instances = env.all_instances()
     actions = random_games(env, instances, seed=2)
     rows = torch.tensor([5, 3, 5, 48, 0, 3])
     calls: list[int] = []
@@ -267,7 +267,7 @@ def test_bot_option_picks_blacks_rules() -> None:
 
     for name, move in (("v1", bot_v1.expert_move), ("rules", bot.expert_move)):
         env = GomokuEnv(7, bot=name)
-        openings = env.all_openings()
+        openings = env.all_instances()
         instances = openings.index(torch.nonzero(openings.opening != 24).squeeze(1))
         state = env.reset(instances)
         after = env.step(state, torch.full((state.batch_size,), 24))

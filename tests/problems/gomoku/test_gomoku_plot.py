@@ -15,7 +15,7 @@ from nco.testing import check_env_protocol
 def test_plot_game_numbers_every_stone_at_its_cell() -> None:
     """One numbered stone per ply of a replayed game, at (col, row), colours alternating."""
     env = GomokuEnv(6)
-    instances = env.all_openings().index(torch.tensor([7, 20]))
+    instances = env.all_instances().index(torch.tensor([7, 20]))
     _, actions = check_env_protocol(env, instances, torch.Generator().manual_seed(0))
     _, plies = env.replay(instances, actions)
     row = plies[1].tolist()
