@@ -83,3 +83,32 @@ def test_wheel_console_scripts_run_from_anywhere(wheel_venv: Path, tmp_path: Pat
     cfg = sh(wheel_venv / "bin" / "nco-train", "--cfg", "job", "problem=cvrp", cwd=tmp_path,
              env=env)  # fmt: skip
     assert "nco.models.bq_cvrp.BQCVRPPolicy" in cfg
+
+
+def test_wheel_installs_one_import_package_beside_a_user_models_folder(
+    wheel_venv: Path, tmp_path: Path
+) -> None:
+    """Installed, `nco` is the only top-level package; a user's own `models/` and `problems/`
+    folders (common in ML projects) do not shadow nco's, and a checkpoint written before the
+    move (targets `models.bq.BQPolicy`, `problems.tsp.TSPEnv`) still loads and decodes."""
+    import torch
+
+    site = next((wheel_venv / "lib").glob("python3*/site-packages"))
+    tops = {p.name for p in site.iterdir() if not p.name.endswith((".dist-info", ".pth"))}
+    assert "nco" in tops and not tops & {"models", "problems", "scripts", "benchmarks"}, tops
+    for folder in ("models", "problems"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("raise SystemExit('user code ran')\n")
+        (tmp_path / folder / "bq.py").write_text("raise SystemExit('user code ran')\n")
+    old = torch.load(REPO / "data/checkpoints/tsp20/best.pt", weights_only=True)
+    assert old["model"]["_target_"].startswith("models."), old["model"]["_target_"]
+    env = {**ENV, "PYTHONPATH": f"{tmp_path}:{SITE}"}
+    code = (
+        "import sys, torch, nco.checkpoint as c, nco.search as s\n"
+        f"ld = c.load({str(REPO / 'data/checkpoints/tsp20/best.pt')!r})\n"
+        "inst = ld.env.generate(2, torch.Generator().manual_seed(0))\n"
+        "print(type(ld.policy).__module__, s.greedy(ld.policy, ld.env, inst).best().objective)\n"
+        "assert 'models' not in sys.modules and 'problems' not in sys.modules\n"
+    )
+    out = sh(wheel_venv / "bin" / "python", "-c", code, cwd=tmp_path, env=env)
+    assert out.startswith("nco.models.bq "), out
