@@ -2,15 +2,13 @@
 
 By default glibc serves every block above a threshold (128 KiB, adapting up to 32 MiB) by mmap
 and gives it back to the kernel on free. A CPU decoder allocates and frees the same large
-activations at every step (beam 16 over 256 TSP50 instances: ~100 MB each), so each step maps
-fresh pages and the kernel zero-fills them on first touch: 22 % of that decode's CPU time was
-system time with glibc's defaults (`benchmarks/bench_allocator.py`,
-data/results/bench/allocator_cpu.json). Raising the mmap and trim thresholds lets the heap keep
-those blocks; after a few steps (small allocations split the first freed blocks) it holds
-enough of them and stops growing, at the price of a larger resident set (962 MiB against
-659 MiB in that decode). A user's own glibc malloc settings (MALLOC_MMAP_THRESHOLD_,
-MALLOC_TRIM_THRESHOLD_, glibc.malloc tunables) are left as they are, and so are other C
-libraries and an allocator put in front of glibc's by LD_PRELOAD.
+activations at every step, so each step maps fresh pages and the kernel zero-fills them on
+first touch. Raising the mmap and trim thresholds lets the heap keep those blocks; after a few
+steps it holds enough of them and stops growing, at the price of a larger resident set
+(measurements: docs/performance.md, `benchmarks/bench_allocator.py`). A user's own glibc
+malloc settings (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_, glibc.malloc tunables) are
+left as they are, and so are other C libraries and an allocator put in front of glibc's by
+LD_PRELOAD.
 """
 
 from __future__ import annotations

@@ -32,9 +32,8 @@ from nco.problems.gomoku.types import GomokuState
 
 class ConvBN(nn.Sequential):
     """Convolution (same padding) followed by batch norm; in eval mode one convolution with the
-    batch norm folded into its weights and bias: inference 1.35x faster on 2,592 9x9 boards on
-    this CPU (one thread: 0.34 vs 0.46 s, the whole net), logits equal to ~1e-6. The layers
-    keep nn.Sequential's names (`0` conv, `1` norm), so checkpoints load unchanged."""
+    batch norm folded into its weights and bias (faster inference, docs/performance.md). The
+    layers keep nn.Sequential's names (`0` conv, `1` norm), so checkpoints load unchanged."""
 
     def __init__(self, cin: int, cout: int, kernel: int, bias: bool = False) -> None:
         super().__init__(
@@ -128,8 +127,7 @@ class GomokuNet(nn.Module):
         if zero_init:
             nn.init.zeros_(self.logits.weight)
             nn.init.zeros_(self.logits.bias)
-        # Channels-last convolutions: 1.7x faster inference on 2,592 9x9 boards on this CPU
-        # (one thread: 0.62 vs 1.04 s), the same training step time; logits agree to ~5e-6.
+        # Channels-last convolutions: faster inference on a CPU (docs/performance.md).
         self.to(memory_format=torch.channels_last)
 
     def planes(self, state: GomokuState) -> torch.Tensor:

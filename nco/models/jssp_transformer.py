@@ -14,12 +14,8 @@ so its rows are dead work. Once fewer than `PACK_BELOW` of the batch's operation
 unscheduled, the layer pairs run on the unscheduled ones only: projections and feed-forward
 on the packed tokens, attention on rows that hold several jobs' (machines') segments under a
 block mask (`pack_segments`, `nco.models.layers.Packed`). Logits and gradients equal the full
-network's (tests/models/test_jssp_transformer.py). Measured on this project's loaded 2-core
-CPU (one thread, paper size, 15x15, random weights): a call of 512 rows at 25 / 50 / 75 % of
-the episode ran 1.0-1.1 / 1.65-1.85 / 4.1-4.4x faster packed (two runs of
-benchmarks/bench_policy.py, data/results/bench/policy_cpu.json), 1.0x at 15 % and 0.9x at the
-root (256 rows); a training step (forward and backward, 128 rows) at 25 / 50 / 75 % ran
-1.3 / 1.9 / 3.5x faster. The attention kernels are 43-51 % of an unpacked call there.
+network's (tests/models/test_jssp_transformer.py); the speed-ups measured halfway and later
+in an episode are in docs/performance.md.
 """
 
 from __future__ import annotations

@@ -88,13 +88,10 @@ def bf16_cpu_attention(
     """Attention from two bf16 matrix products with the softmax in float32, for bf16 training
     on a CPU (`MultiHeadAttention` takes it when the inputs need gradients).
 
-    PyTorch's fused CPU attention kernel has a bf16 backward about 6x slower than its float32
-    one (paper-size BQ, 256 x 52 tokens, AVX512-BF16: 72 % of a bf16 training step), while bf16
-    matrix products run about 6x faster than float32 ones there. With this form a bf16 step of
-    the paper-size BQ is 2.6x faster than a float32 one (data/results/bench/, issue 17). It
-    materialises the (B, heads, L, L) scores, so decoding, with its larger batches, keeps the
-    fused kernel: there this form made Gumbeldore 2x slower. `attn_mask` as in
-    `MultiHeadAttention.forward`.
+    PyTorch's fused CPU attention kernel has a slow bf16 backward while bf16 matrix products
+    are fast, so this form trains faster in bf16; it materialises the (B, heads, L, L) scores,
+    so decoding, with its larger batches, keeps the fused kernel (numbers: docs/performance.md).
+    `attn_mask` as in `MultiHeadAttention.forward`.
     """
     scores = (q @ k.transpose(-1, -2)).float() * q.shape[-1] ** -0.5
     if attn_mask is not None:
