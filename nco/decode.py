@@ -16,6 +16,7 @@ from torch import nn
 
 from nco import search
 from nco.env import Batch, Env
+from nco.search.adaptive import gumbeldore_adaptive
 from nco.search.solutions import Solutions
 
 METHODS: dict[str, Callable[..., Solutions]] = {
@@ -40,6 +41,8 @@ def decoder_kwargs(cfg: Mapping[str, Any]) -> tuple[Callable[..., Solutions], di
             f"search config: unknown method {method!r}; expected one of {sorted(METHODS)}."
         )
     fn = METHODS[method]
+    if method == "gumbeldore" and cfg.get("adaptive") is not None:
+        fn = gumbeldore_adaptive  # per-round statistics; adaptive budget when true
     kwargs = {k: v for k, v in cfg.items() if k not in RESERVED}
     params = inspect.signature(fn).parameters
     accepted = [p for p in params if p not in ("policy", "env", "instances", "generator")]
