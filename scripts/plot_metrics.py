@@ -10,7 +10,6 @@ python scripts/plot_metrics.py fp32.csv bf16.csv --metrics train/loss_epoch val/
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 
 import matplotlib
@@ -18,28 +17,24 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from nco.runs import METRICS_FILE, read_metrics_file  # noqa: E402
+from nco.runs import per_epoch as metrics_per_epoch  # noqa: E402
+
 
 def per_epoch(csv_path: Path, metrics: list[str]) -> dict[str, dict[int, float]]:
-    """The last logged value of each metric in each epoch."""
-    if not csv_path.is_file():
-        raise ValueError(f"{csv_path}: no such metrics file (expected <run>/logs/metrics.csv).")
-    rows = list(csv.DictReader(csv_path.open()))
-    if rows and "epoch" not in rows[0]:
-        raise ValueError(f"{csv_path}: expected an 'epoch' column.")
-    out: dict[str, dict[int, float]] = {m: {} for m in metrics}
-    for row in rows:
-        for m in metrics:
-            if row.get(m):
-                out[m][int(row["epoch"])] = float(row[m])
+    """The last logged value of each metric in each epoch (nco.runs reads the CSV)."""
+    rows = read_metrics_file(csv_path)
+    out = metrics_per_epoch(rows, metrics)
     missing = [m for m, v in out.items() if not v]
     if missing:
-        raise ValueError(f"{csv_path}: no values for {missing}; columns are {list(rows[0])}.")
+        columns = list(dict.fromkeys(k for row in rows for k in row))
+        raise ValueError(f"{csv_path}: no values for {missing}; columns are {columns}.")
     return out
 
 
 def metrics_path(run: Path) -> Path:
     """A run folder's logs/metrics.csv, or `run` itself when it is a CSV file."""
-    return run if run.suffix == ".csv" else run / "logs" / "metrics.csv"
+    return run if run.suffix == ".csv" else run / METRICS_FILE
 
 
 def label(run: Path) -> str:
