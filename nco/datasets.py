@@ -235,12 +235,30 @@ def load_datasets(
     problem: str | None = None,
     cache_dir: Path | None = None,
     references_dir: Path | None = None,
+    skipped: list[tuple[Path, str]] | None = None,
 ) -> list[Dataset]:
-    """`data=` as datasets: one per library file of a folder, else the one `load_dataset` gives."""
+    """`data=` as datasets: one per library file of a folder, else the one `load_dataset` gives.
+
+    With `skipped` (a list), a folder's files that cannot be read are appended to it as
+    (file, reason) instead of failing the whole folder; a folder none of whose files can be
+    read still raises.
+    """
     files = library_files(data, problem)
     if files is None:
         return [load_dataset(data, problem, cache_dir, references_dir)]
-    return [load_dataset(f, problem) for f in files]
+    if skipped is None:
+        return [load_dataset(f, problem) for f in files]
+    datasets, refused = [], []
+    for f in files:
+        try:
+            datasets.append(load_dataset(f, problem))
+        except ValueError as err:
+            refused.append((f, str(err)))
+    if not datasets:
+        reasons = "; ".join(reason for _, reason in refused)
+        raise ValueError(f"data={data}: no file in the folder could be read: {reasons}")
+    skipped.extend(refused)
+    return datasets
 
 
 def load_dataset(

@@ -37,18 +37,27 @@ from nco.results import Results, format_table, write_results
 from nco.scoring import score
 
 
-def resolve_datasets(data: str | None, problem: str) -> list[Dataset]:
+def resolve_datasets(
+    data: str | None, problem: str, skipped: list[tuple[Path, str]] | None = None
+) -> list[Dataset]:
     """Load `data=` (a named set, a file, or a folder of library files: one dataset per file)
     and check it holds `problem` instances. Files whose reader the suffix or .npz fields do not
-    tell are read as `problem`."""
+    tell are read as `problem`. With `skipped`, a folder's unreadable files are listed there
+    (file, reason) instead of failing the folder."""
     if not data:
         raise ValueError("nco-eval: data= is required (a file or e.g. kool:tsp100_test).")
     try:
-        datasets = load_datasets(str(data))
+        refused: list[tuple[Path, str]] = []
+        datasets = load_datasets(str(data), skipped=refused)
     except ValueError as err:
         if "pass problem=" not in str(err):
             raise
-        datasets = load_datasets(str(data), problem)
+        refused = []
+        datasets = load_datasets(str(data), problem, skipped=refused)
+    if skipped is not None:
+        skipped.extend(refused)
+    elif refused:
+        raise ValueError(refused[0][1])
     for dataset in datasets:
         if dataset.problem != problem:
             raise ValueError(
@@ -131,9 +140,13 @@ def run(cfg: DictConfig) -> Results:
     loaded = checkpoint.load(path, device)
     problem = problem_of_env(loaded.env)
     offset = int(cfg.get("offset") or 0)
+    skipped: list[tuple[Path, str]] = []
     datasets = [
-        d.head(cfg.get("limit"), offset) for d in resolve_datasets(cfg.get("data"), problem.name)
+        d.head(cfg.get("limit"), offset)
+        for d in resolve_datasets(cfg.get("data"), problem.name, skipped)
     ]
+    for file, reason in skipped:  # a folder's unreadable files: reported, the rest scored
+        print(f"nco-eval: skipped {file}: {reason}", file=sys.stderr, flush=True)
     parts = [evaluate_dataset(cfg, loaded, problem, d, search) for d in datasets]
     wall = sum(p["wall"] for p in parts)
     num = sum(len(d) for d in datasets)
@@ -166,6 +179,8 @@ def run(cfg: DictConfig) -> Results:
         or None,
         "solution_format": "actions (the env's action sequence of the best solution)",
     }
+    if skipped:
+        info["skipped_files"] = [{"file": str(f), "reason": r} for f, r in skipped]
     if any(m is not None for m in metrics):
         info["metrics"] = [
             m or "EUCLIDEAN" for d, m in zip(datasets, metrics, strict=True) for _ in range(len(d))

@@ -11,6 +11,7 @@ The work is `nco.training.runner.run(cfg)`; see docs/training.md.
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import hydra
@@ -18,7 +19,9 @@ from omegaconf import DictConfig
 
 from nco.allocator import keep_freed_memory
 from nco.paths import CONFIG_DIR
-from nco.training.runner import run
+from nco.training.runner import Preempted, run
+
+EXIT_SIGTERM = 143
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
@@ -27,7 +30,13 @@ def main(cfg: DictConfig) -> float | None:
     keep_freed_memory()
     warnings.filterwarnings("ignore", ".*does not have many workers.*")
     warnings.filterwarnings("ignore", ".*IterableDataset. has .__len__. defined.*")
-    return run(cfg)["best_objective"]
+    # DDP: validation metrics are computed from every rank's rows, the same on every rank
+    warnings.filterwarnings("ignore", ".*sync_dist=True.*when logging on epoch level.*")
+    try:
+        return run(cfg)["best_objective"]
+    except Preempted as stop:  # SIGTERM: no traceback; 143 (128 + SIGTERM) tells the scheduler
+        print(f"nco-train: {stop}", file=sys.stderr, flush=True)  # the run did not finish
+        sys.exit(EXIT_SIGTERM)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,16 @@ class Sampler(Protocol):
     """Decodes instances with a policy and returns the best sequence per instance."""
 
     def sample(
-        self, policy: nn.Module, instances: Batch, search_cfg: Mapping[str, Any], seed: int
-    ) -> Best: ...
+        self,
+        policy: nn.Module,
+        instances: Batch,
+        search_cfg: Mapping[str, Any],
+        seed: int,
+        first_chunk: int = 0,
+    ) -> Best:
+        """Best sequence per instance; chunk i of `instances` is seeded from
+        (seed, first_chunk + i), so a DDP rank sampling chunks k.. of the epoch's instances
+        gets what one process sampling them all gets for those chunks."""
 
     def close(self) -> None: ...
 

@@ -24,14 +24,21 @@ class InProcessSampler:
         self.progress = progress
 
     def sample(
-        self, policy: nn.Module, instances: Batch, search_cfg: Mapping[str, Any], seed: int
+        self,
+        policy: nn.Module,
+        instances: Batch,
+        search_cfg: Mapping[str, Any],
+        seed: int,
+        first_chunk: int = 0,
     ) -> Best:
-        """Best sequence and objective per instance (CPU tensors, instance order)."""
+        """Best sequence and objective per instance (CPU tensors, instance order); chunk i is
+        seeded as chunk `first_chunk + i` of a larger set (a DDP rank's share of the epoch)."""
         bounds = chunk_bounds(instances.batch_size, self.chunk_size)
         parts = []
         for i, (lo, hi) in enumerate(progress_bar(bounds, self.progress, desc="sampling")):
             chunk = instances.index(torch.arange(lo, hi))
-            parts.append(sample_chunk(policy, self.env, chunk, search_cfg, derive_seed(seed, i)))
+            seed_i = derive_seed(seed, first_chunk + i)
+            parts.append(sample_chunk(policy, self.env, chunk, search_cfg, seed_i))
         return cat_best(parts)
 
     def close(self) -> None:

@@ -3,8 +3,10 @@
 Per `sample` call the weights go once into the object store; every chunk request carries the
 reference and a version number, so an actor loads new weights once per epoch and a restarted
 actor catches up on its first chunk. Chunks are handed to actors as they free up (two in flight
-per actor to hide transfer latency). A chunk whose actor dies is requeued and the actor replaced;
-a chunk that fails twice raises with the worker's error and traceback. Results come back in
+per actor to hide transfer latency). A chunk whose actor dies is requeued and the actor replaced
+(counted in `stats["workers_replaced"]`); when the cluster no longer has room for the replacement
+(a node left), the pool shrinks to what the live nodes hold instead of waiting forever for one.
+A chunk that fails twice raises with the worker's error and traceback. Results come back in
 instance order, and every instance comes back exactly once.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from typing import Any
@@ -50,6 +53,7 @@ class SamplingWorker:
         self.env = registry.build("env", env_cfg, "problem.env")
         self.policy = registry.build("policy", model_cfg, "model").to(self.device)
         self.version = -1
+        self.node = ray.get_runtime_context().get_node_id()
 
     def sample(
         self,
@@ -58,12 +62,13 @@ class SamplingWorker:
         seed: int,
         weights: list[ray.ObjectRef],
         version: int,
-    ) -> Best:
-        """Best sequence per instance of `chunk`, after loading weights `version` if needed."""
+    ) -> tuple[Best, str]:
+        """Best sequence per instance of `chunk` (after loading weights `version` if needed),
+        and the id of the node that sampled it."""
         if version != self.version:
             self.policy.load_state_dict(ray.get(weights[0]))
             self.version = version
-        return sample_chunk(self.policy, self.env, chunk, search_cfg, seed)
+        return sample_chunk(self.policy, self.env, chunk, search_cfg, seed), self.node
 
 
 class RaySampler:
@@ -97,8 +102,9 @@ class RaySampler:
         self.address = address
         self.num_cpus = num_cpus
         self.progress = progress
-        self.actors: list[Any] = []
+        self.actors: list[Any] = []  # None where a slot was dropped (lost cluster capacity)
         self.version = 0
+        self.stats: dict[str, float] = {}  # of the last `sample` call: replaced workers, nodes
         self._started_ray = False
         self._temp_dir: str | None = None
 
@@ -137,9 +143,15 @@ class RaySampler:
         return cls.remote(self.env_cfg, self.model_cfg, int(self.cpus_per_worker), packages)
 
     def sample(
-        self, policy: nn.Module, instances: Batch, search_cfg: Mapping[str, Any], seed: int
+        self,
+        policy: nn.Module,
+        instances: Batch,
+        search_cfg: Mapping[str, Any],
+        seed: int,
+        first_chunk: int = 0,
     ) -> Best:
-        """Best sequence and objective per instance (CPU tensors, instance order)."""
+        """Best sequence and objective per instance (CPU tensors, instance order); chunk i is
+        seeded as chunk `first_chunk + i` (see `Sampler.sample`)."""
         if not self.actors:
             self._start()
         self.version += 1
@@ -151,13 +163,15 @@ class RaySampler:
         failures: collections.Counter[int] = collections.Counter()
         pending = collections.deque(range(len(chunks)))
         in_flight: dict[ray.ObjectRef, tuple[int, Any, int]] = {}
+        nodes: collections.Counter[str] = collections.Counter()
+        replaced = 0
 
         def submit(slot: int) -> None:
-            if pending:
+            if pending and self.actors[slot] is not None:
                 c = pending.popleft()
                 actor = self.actors[slot]
                 ref = actor.sample.remote(
-                    chunks[c], cfg, derive_seed(seed, c), [weights], self.version
+                    chunks[c], cfg, derive_seed(seed, first_chunk + c), [weights], self.version
                 )
                 in_flight[ref] = (slot, actor, c)
 
@@ -170,7 +184,8 @@ class RaySampler:
                 (ref,), _ = ray.wait(list(in_flight), num_returns=1)
                 slot, actor, c = in_flight.pop(ref)
                 try:
-                    results[c] = ray.get(ref)
+                    results[c], node = ray.get(ref)
+                    nodes[node] += 1
                     bar.update(chunks[c].batch_size)
                 except (RayActorError, RayTaskError) as err:
                     failures[c] += 1
@@ -181,19 +196,62 @@ class RaySampler:
                         ) from err
                     pending.appendleft(c)
                     if isinstance(err, RayActorError) and self.actors[slot] is actor:
-                        self.actors[slot] = self._new_actor()
-                submit(slot)
+                        replaced += self._replace(slot)
+                for live in self._live_slots():  # the freed slot, or others for a dropped one
+                    busy = sum(1 for v in in_flight.values() if v[0] == live)
+                    for _ in range(IN_FLIGHT_PER_WORKER - busy):
+                        submit(live)
         finally:
             bar.close()
+        self.actors = [a for a in self.actors if a is not None]
         missing = [c for c, r in enumerate(results) if r is None]
         if missing:
             raise RuntimeError(f"Sampling lost chunks {missing}.")
+        self.stats = {"workers_replaced": float(replaced), "nodes": float(len(nodes))}
+        self.node_chunks = dict(nodes)
         return cat_best([r for r in results if r is not None])
+
+    def _live_slots(self) -> list[int]:
+        return [i for i, a in enumerate(self.actors) if a is not None]
+
+    def _replace(self, slot: int) -> int:
+        """Replace the dead actor in `slot` if the live nodes have room for it, else drop the
+        slot (raising when none is left); returns 1 if a worker was started."""
+        capacity = self._capacity()
+        live = len(self._live_slots()) - 1  # without the dead one
+        if live + 1 <= capacity:
+            self.actors[slot] = self._new_actor()
+            return 1
+        self.actors[slot] = None
+        if live == 0:
+            raise RuntimeError(
+                "Ray sampling: every worker died and the cluster has no room for a new one."
+            )
+        print(
+            f"nco: Ray sampling continues with {live} workers (the cluster lost capacity).",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 0
+
+    def _capacity(self) -> int:
+        """How many workers the cluster's live nodes can hold (by CPUs and GPUs)."""
+        total: collections.Counter[str] = collections.Counter()
+        for node in ray.nodes():
+            if node.get("Alive"):
+                total.update({k: float(v) for k, v in node.get("Resources", {}).items()})
+        fits = [
+            int(total[key] // per + 1e-9)
+            for key, per in (("CPU", self.cpus_per_worker), ("GPU", self.gpus_per_worker))
+            if per > 0
+        ]
+        return min(fits) if fits else self.workers
 
     def close(self) -> None:
         """Stop the actors, and Ray itself (removing its temp dir) if this sampler started it."""
         for actor in self.actors:
-            ray.kill(actor)
+            if actor is not None:
+                ray.kill(actor)
         self.actors = []
         if self._started_ray:
             ray.shutdown()

@@ -8,6 +8,12 @@ and appends the best sequence per instance. The loader then yields `batches_per_
 from `env.training_batch` on rows drawn from the buffer. In SL mode the buffer holds the expert
 dataset and is never cleared. Everything random is seeded from (seed, epoch, stream, rank).
 
+Under DDP (several ranks) the epoch's instances are cut into the sampler's chunks and each rank
+samples a contiguous block of them, every chunk seeded by its index in the whole epoch; the ranks
+then exchange their trajectories, so every rank holds the same buffer, equal to the one a single
+process would have sampled with the same policy. Each rank draws its batches from that buffer
+with its own seed, and DDP averages the gradients (docs/cluster.md).
+
 Hooks for fixed-set experiments (Gomoku, paper C.4): `fixed_instances` replaces generation by
 the same instance set every epoch, `tie_break="random"` keeps a uniformly random sequence among
 each instance's best ones (seeded) instead of the first, and `sample_policy="trained"` samples
@@ -22,6 +28,7 @@ from typing import Any
 
 import lightning as L
 import torch
+import torch.distributed as dist
 from torch.utils.data import DataLoader, IterableDataset
 
 from nco.decode import decode, decoder_kwargs
@@ -58,16 +65,37 @@ def sample_random_ties(
     search: Mapping[str, Any],
     seed: int,
     chunk_size: int,
+    first_chunk: int = 0,
 ) -> Best:
     """In-process sampling like `InProcessSampler` (same chunks and seeds), keeping a random
     best sequence per instance (`best_random_tie`, seeded from (seed, chunk, TIE))."""
     parts = []
     for i, (lo, hi) in enumerate(chunk_bounds(instances.batch_size, chunk_size)):
         chunk = instances.index(torch.arange(lo, hi))
-        gen = torch.Generator().manual_seed(derive_seed(seed, i))
+        c = first_chunk + i
+        gen = torch.Generator().manual_seed(derive_seed(seed, c))
         sols = decode(policy, env, chunk, search, generator=gen)
-        parts.append(best_random_tie(sols, seeded_generator(seed, i, TIE)))
+        parts.append(best_random_tie(sols, seeded_generator(seed, c, TIE)))
     return cat_best(parts)
+
+
+def rank_chunks(num: int, chunk_size: int, rank: int, world: int) -> tuple[int, int, int]:
+    """(first chunk, first row, end row) of rank `rank`'s contiguous share of `num` instances
+    cut into chunks of `chunk_size`; ranks get whole chunks, at most one more than another."""
+    bounds = chunk_bounds(num, chunk_size)
+    lo, hi = rank * len(bounds) // world, (rank + 1) * len(bounds) // world
+    if lo == hi:
+        return lo, 0, 0
+    return lo, bounds[lo][0], bounds[hi - 1][1]
+
+
+def all_ranks(value: Any, world: int) -> list[Any]:
+    """`value` of every rank in rank order (itself alone outside DDP); picklable objects."""
+    if world == 1 or not dist.is_available() or not dist.is_initialized():
+        return [value]
+    out: list[Any] = [None] * world
+    dist.all_gather_object(out, value)
+    return out
 
 
 class SubTrajectoryBatches(IterableDataset):
@@ -215,6 +243,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.buffer_version = 0  # the module's best_version the buffer was sampled with
         self.collected_epoch = -1  # the last epoch whose sampling step is in the buffer
         self.epoch_stats: dict[str, float] = {}
+        self.sampling = False  # inside the sampling step (nco-train stops it on SIGTERM)
 
     def search_for_epoch(self, epoch: int) -> dict[str, Any]:
         """The search config of `epoch`, with p_min taken from the schedule."""
@@ -243,19 +272,34 @@ class TrajectoryDataModule(L.LightningDataModule):
                 self.instances_per_epoch, seeded_generator(self.seed, epoch, GENERATE)
             )
         rank, world = self._rank()
-        shard = instances.index(torch.arange(rank, instances.batch_size, world))
-        seed = derive_seed(self.seed, epoch, SAMPLE, rank)
+        chunk_size = int(getattr(self.sampler, "chunk_size", 64))
+        first, lo, hi = rank_chunks(instances.batch_size, chunk_size, rank, world)
+        shard = instances.index(torch.arange(lo, hi))
+        seed = derive_seed(self.seed, epoch, SAMPLE, 0)  # the same on every rank
         search = self.search_for_epoch(epoch)
-        if self.tie_break == "random":
-            chunk_size = int(getattr(self.sampler, "chunk_size", 64))
-            best = sample_random_ties(best_policy, self.env, shard, search, seed, chunk_size)
-        else:
-            best = self.sampler.sample(best_policy, shard, search, seed)
-        self.buffer.add(shard, best.actions)
+        mine: tuple[Batch, Best, dict[str, float]] | None = None
+        if hi > lo:
+            self.sampling = True  # left set if interrupted: nco-train reports where it stopped
+            if self.tie_break == "random":
+                best = sample_random_ties(
+                    best_policy, self.env, shard, search, seed, chunk_size, first
+                )
+            else:
+                best = self.sampler.sample(best_policy, shard, search, seed, first)
+            self.sampling = False
+            mine = (shard, best, dict(getattr(self.sampler, "stats", {})))
+        parts = [p for p in all_ranks(mine, world) if p is not None]
+        stats: dict[str, float] = {}
+        for part, part_best, part_stats in parts:
+            self.buffer.add(part, part_best.actions)
+            for key, value in part_stats.items():  # e.g. Ray's workers_replaced, over ranks
+                stats[f"sample/{key}"] = stats.get(f"sample/{key}", 0.0) + value
+        objective = torch.cat([b.objective for _, b, _ in parts])
         self.epoch_stats = {
-            "sample/objective": float(best.objective.mean()),
-            "sample/cost": float(self.env.cost(best.objective).mean()),
+            "sample/objective": float(objective.mean()),
+            "sample/cost": float(self.env.cost(objective).mean()),
             "time/sampling_s": time.perf_counter() - start,
+            **stats,
         }
 
     def train_dataloader(self) -> DataLoader:
@@ -287,20 +331,21 @@ class TrajectoryDataModule(L.LightningDataModule):
         return DataLoader(batches, batch_size=None, collate_fn=_identity)
 
     def val_dataloader(self) -> DataLoader:
-        """Fixed validation chunks (instances, reference costs)."""
-        n = self.val_instances.batch_size
+        """Fixed validation chunks (instances, reference costs, row indices); under DDP each
+        rank validates rows rank, rank + world, ... (the module gathers them in row order)."""
+        rank, world = self._rank()
+        rows = torch.arange(rank, self.val_instances.batch_size, world)
         chunks = [
-            (self.val_instances.index(idx), self.val_references[idx])
-            for idx in torch.arange(n).split(self.val_batch_size)
+            (self.val_instances.index(idx), self.val_references[idx], idx)
+            for idx in rows.split(self.val_batch_size)
         ]
         return DataLoader(chunks, batch_size=None, collate_fn=_identity)
 
     def transfer_batch_to_device(
-        self, batch: tuple[Batch, torch.Tensor], device: torch.device, dataloader_idx: int
-    ) -> tuple[Batch, torch.Tensor]:
-        """Move a (Batch, tensor) pair; Lightning cannot move frozen dataclasses itself."""
-        rows, tensor = batch
-        return rows.to(device), tensor.to(device)
+        self, batch: tuple[Any, ...], device: torch.device, dataloader_idx: int
+    ) -> tuple[Any, ...]:
+        """Move a (Batch, tensor, ...) tuple; Lightning cannot move frozen dataclasses itself."""
+        return tuple(item.to(device) for item in batch)
 
     def state_dict(self) -> dict[str, Any]:
         """The buffer, the policy version it was sampled with and its last epoch (for resume).

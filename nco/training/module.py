@@ -156,14 +156,18 @@ class SelfImprovementModule(L.LightningModule):
         if "train" in self._clock and not self.trainer.sanity_checking:
             self._clock["train_s"] = time.perf_counter() - self._clock.pop("train")
         self._clock["val"] = time.perf_counter()
-        self._val = {"objective": [], "reference": [], "initial": []}
+        self._val = {"objective": [], "reference": [], "initial": [], "index": []}
 
-    def validation_step(self, batch: tuple[Batch, torch.Tensor], batch_idx: int) -> None:
-        """Greedy rollouts of the evaluated (and, the first time, the initial best) policy."""
-        instances, refs = batch
+    def validation_step(
+        self, batch: tuple[Batch, torch.Tensor, torch.Tensor], batch_idx: int
+    ) -> None:
+        """Greedy rollouts of the evaluated (and, the first time, the initial best) policy on
+        validation rows `index` (this rank's share under DDP)."""
+        instances, refs, index = batch
         obj = decode(self.evaluated_policy, self.env, instances, GREEDY).best().objective
         self._val["objective"].append(obj.to(self.device))
         self._val["reference"].append(refs)
+        self._val["index"].append(index)
         if self.best_objective is None:
             init = decode(self.best_policy, self.env, instances, GREEDY).best().objective
             self._val["initial"].append(init.to(self.device))
@@ -172,8 +176,8 @@ class SelfImprovementModule(L.LightningModule):
         """Log validation metrics and promote the evaluated policy if it improved."""
         if self.trainer.sanity_checking:
             return
-        objective = self._gathered("objective")
-        refs = self._gathered("reference")
+        gathered = self._gathered()
+        objective, refs = gathered["objective"], gathered["reference"]
         value = float(objective.mean())
         metrics = {"val/objective": value, "val/cost": float(self.env.cost(objective).mean())}
         known = bool((~torch.isnan(refs)).all())
@@ -182,7 +186,7 @@ class SelfImprovementModule(L.LightningModule):
         extra = self.env.validation_metrics(objective)
         metrics.update({f"val/{k}": float(v) for k, v in extra.items()})
         if self.best_objective is None:
-            initial = self._gathered("initial")
+            initial = gathered["initial"]
             self.best_objective = float(initial.mean())
             if known:  # where a fine-tune started from
                 metrics["val/initial_gap"] = self._gap(initial, refs)
@@ -242,9 +246,24 @@ class SelfImprovementModule(L.LightningModule):
         self.best_version = int(state["best_version"])
         self.best_epoch = int(state["best_epoch"])
 
-    def _gathered(self, key: str) -> torch.Tensor:
-        """One key's validation values from every step (and every rank), flattened."""
-        values = torch.cat([v.to(self.device, torch.float64) for v in self._val[key]])
-        if self.trainer.world_size > 1:
-            values = self.all_gather(values).flatten()
-        return values.cpu()
+    def _gathered(self) -> dict[str, torch.Tensor]:
+        """The validation values of every step, and under DDP of every rank, in validation-set
+        row order (float64, CPU). Every rank gets the same tensors, so the metrics and the
+        promotion decision computed from them are the same on every rank, and equal to a single
+        process's for the same weights."""
+        keys = [k for k in ("objective", "reference", "initial") if self._val[k]]
+        index = torch.cat([i.to(self.device) for i in self._val["index"]])
+        values = torch.stack(
+            [torch.cat([v.to(self.device, torch.float64) for v in self._val[k]]) for k in keys]
+        )
+        if self.trainer.world_size > 1:  # pad the ranks' shares to one length, gather, unpad
+            size = int(self.all_gather(torch.tensor(index.numel(), device=self.device)).max())
+            pad = size - index.numel()
+            index = F.pad(index, (0, pad), value=-1)
+            values = F.pad(values, (0, pad), value=float("nan"))
+            index = self.all_gather(index).flatten()
+            values = self.all_gather(values).transpose(0, 1).flatten(1)
+            keep = index >= 0
+            index, values = index[keep], values[:, keep]
+        order = index.argsort().cpu()
+        return {k: values[j].cpu()[order] for j, k in enumerate(keys)}

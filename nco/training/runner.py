@@ -11,13 +11,18 @@ See docs/training.md for the config groups, logged metrics and checkpoints.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import lightning as L
 import torch
 from hydra.utils import instantiate
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint, registry
@@ -175,6 +180,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         default_root_dir=str(out),
         reload_dataloaders_every_n_epochs=1,
         plugins=[AtomicCheckpointIO()],
+        use_distributed_sampler=False,  # under DDP the DataModule shares out the work itself
     )
     return trainer, module, datamodule
 
@@ -204,15 +210,52 @@ def resume_path(cfg: DictConfig) -> str | None:
     return None
 
 
+class Preempted(Exception):
+    """The run stopped on SIGTERM; `last.ckpt` (if any) holds its last finished epoch."""
+
+
+def _stop_sampling(datamodule: TrajectoryDataModule) -> Callable[[int, FrameType | None], None]:
+    """A SIGTERM handler that interrupts the epoch's sampling step at once. Lightning's own
+    handler (run first) only sets a flag that its loops check between optimizer steps and
+    validation batches; sampling, which may take minutes, never looks at it."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if datamodule.sampling:
+            raise SIGTERMException()
+
+    return handler
+
+
 def run(cfg: DictConfig) -> dict[str, Any]:
-    """Train as configured; returns the best validation objective, its epoch and best.pt's path."""
+    """Train as configured; returns the best validation objective, its epoch and best.pt's path.
+
+    On SIGTERM (what schedulers send before they kill a job) training stops at the next step,
+    validation batch or sampled chunk, the sampler's workers are released, and `Preempted` is
+    raised; the epoch in progress is dropped, so rerunning the same command resumes from the
+    last finished epoch's `last.ckpt` and repeats that epoch exactly.
+    """
     trainer, module, datamodule = build(cfg)
     params = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
     for logger in trainer.loggers:
         logger.log_hyperparams(params)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+    if main_thread:
+        signal.signal(signal.SIGTERM, _stop_sampling(datamodule))
     try:
         trainer.fit(module, datamodule=datamodule, ckpt_path=resume_path(cfg))
+    except SIGTERMException as stop:
+        last = Path(cfg.out_dir) / "checkpoints" / "last.ckpt"
+        where = "sampling" if datamodule.sampling else "training"
+        kept = f"{last} holds the last finished epoch" if last.is_file() else "no epoch finished"
+        raise Preempted(
+            f"stopped by SIGTERM in epoch {trainer.current_epoch} ({where}); {kept}. "
+            "Rerun the same command to resume."
+        ) from stop
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+        datamodule.sampling = False
         if datamodule.sampler is not None:
             datamodule.sampler.close()
     return {
