@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import torch
 
 B = TypeVar("B", bound="Batch")
+I = TypeVar("I", bound="Batch")  # an env's instances type
+S = TypeVar("S", bound="Batch")  # an env's state type
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,40 +71,42 @@ def cat(batches: list[B]) -> B:
     )
 
 
-class Env(ABC):
+class Env(ABC, Generic[I, S]):
     """A problem as a sequence of token choices over batched immutable states.
 
     Subclasses implement the abstract methods; `index` defaults to gathering state rows.
     `num_actions(instances)` is the width A of masks and logits for those instances.
+    The type parameters name the problem's instances and state types
+    (`class TSPEnv(Env[TSPInstances, TSPState])`); code that serves any problem uses `Env`.
     """
 
     name: str = "env"
 
     @abstractmethod
-    def generate(self, num: int, generator: torch.Generator | None = None) -> Batch:
+    def generate(self, num: int, generator: torch.Generator | None = None) -> I:
         """`num` random instances from the training distribution."""
 
     @abstractmethod
-    def reset(self, instances: Batch) -> Batch:
+    def reset(self, instances: I) -> S:
         """Root states, one per instance."""
 
     @abstractmethod
-    def step(self, state: Batch, actions: torch.Tensor) -> Batch:
+    def step(self, state: S, actions: torch.Tensor) -> S:
         """New states after `actions` Long[B]; `state` is never mutated."""
 
     @abstractmethod
-    def action_mask(self, state: Batch) -> torch.Tensor:
+    def action_mask(self, state: S) -> torch.Tensor:
         """Bool[B, A], True where the action is feasible."""
 
     @abstractmethod
-    def is_done(self, state: Batch) -> torch.Tensor:
+    def is_done(self, state: S) -> torch.Tensor:
         """Bool[B], True for complete solutions."""
 
     @abstractmethod
-    def objective(self, state: Batch) -> torch.Tensor:
+    def objective(self, state: S) -> torch.Tensor:
         """Float[B], larger is better; valid where done."""
 
-    def index(self, state: B, idx: torch.Tensor) -> B:
+    def index(self, state: S, idx: torch.Tensor) -> S:
         """Rows `idx` of `state`, repeats allowed."""
         return state.index(idx)
 
@@ -110,11 +114,11 @@ class Env(ABC):
         """The problem's natural cost (tour length, makespan) from an objective."""
         return -objective
 
-    def max_steps(self, instances: Batch) -> int:
+    def max_steps(self, instances: I) -> int:
         """Upper bound on episode length, used to size action buffers."""
         raise NotImplementedError
 
-    def all_instances(self, device: torch.device | str = "cpu") -> Batch | None:
+    def all_instances(self, device: torch.device | str = "cpu") -> I | None:
         """Every instance of a problem whose instance set is finite and small (Gomoku: each
         opening), for `training.fixed_instances`; None (the default) when it is not."""
         return None
@@ -126,10 +130,10 @@ class Env(ABC):
 
     def training_batch(
         self,
-        instances: Batch,
+        instances: I,
         actions: torch.Tensor,
         generator: torch.Generator | None = None,
-    ) -> tuple[Batch, torch.Tensor]:
+    ) -> tuple[S, torch.Tensor]:
         """States drawn from expert trajectories and the expert's next action.
 
         `actions` Long[B, T] (pad -1) are complete solutions of `instances`. The default replays

@@ -30,7 +30,7 @@ def action_mask(state: CVRPState) -> torch.Tensor:
     return mask.view(b, 2 * (m - 1))
 
 
-class CVRPEnv(Env):
+class CVRPEnv(Env[CVRPInstances, CVRPState]):
     """CVRP with `num_customers` customers; every route starts and ends at the depot.
 
     Actions (A = 2n): `2 (c - 1)` drives from the origin directly to customer c (1-based) and

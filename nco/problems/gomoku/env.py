@@ -24,7 +24,7 @@ BOTS = {"v1": bot_v1.expert_move, "rules": expert_move}  # black's move rules, s
 REPLAY_CACHE = 4096  # games kept by `training_batch` (an epoch's pseudo-experts, one per opening)
 
 
-class GomokuEnv(Env):
+class GomokuEnv(Env[GomokuInstances, GomokuState]):
     """White's moves against the deterministic black bot on an N x N board (N >= 5).
 
     Actions are cells row * N + col (A = N * N); occupied cells are masked. Each `step` places

@@ -27,7 +27,7 @@ def _schedule_next(state: JSSPState, actions: torch.Tensor) -> None:
     state.next_op[rows, actions] = op + 1
 
 
-class JSSPEnv(Env):
+class JSSPEnv(Env[JSSPInstances, JSSPState]):
     """Job shop scheduling with makespan objective; actions are job indices (A = J).
 
     Choosing job j schedules its next operation at the earliest time its job and machine are

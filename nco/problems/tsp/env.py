@@ -16,7 +16,7 @@ def tour_length(coords: torch.Tensor, tour: torch.Tensor) -> torch.Tensor:
     return (pts - pts.roll(-1, dims=1)).norm(dim=-1).sum(-1)
 
 
-class TSPEnv(Env):
+class TSPEnv(Env[TSPInstances, TSPState]):
     """Euclidean TSP on `num_nodes` uniform points; the tour starts and ends at node 0.
 
     Actions are node indices (A = n). Each step moves the origin to the chosen node; after
