@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,9 @@ def load_cvrp_expert(path: str | os.PathLike) -> tuple[CVRPInstances, torch.Tens
         )
     if not np.isin(flags, (0, 1)).all():
         raise ValueError(f"{path}: field 'tour_node_flags' expected values 0 or 1.")
-    flags = torch.from_numpy(flags.astype(np.int64))
-    return instances, tour_to_actions(torch.from_numpy(nodes.astype(np.int64)), flags)
+    return instances, tour_to_actions(
+        torch.from_numpy(nodes.astype(np.int64)), torch.from_numpy(flags.astype(np.int64))
+    )
 
 
 def save_cvrp_npz(
@@ -129,7 +131,9 @@ def save_cvrp_npz(
         "demands": instances.demands.detach().cpu().numpy().astype(np.int64),
         "capacity": instances.capacity.detach().cpu().numpy().astype(np.int64),
     }
-    _check_instances(path, _Raw(**arrays))
+    _check_instances(
+        path, _Raw(arrays["depot"], arrays["locs"], arrays["demands"], arrays["capacity"])
+    )
     if reference_costs is not None:
         arrays["reference_costs"] = check_refs(
             np.asarray(reference_costs), len(instances), path, "reference_costs"
@@ -152,7 +156,7 @@ def save_cvrp_npz(
         arrays["tour_node_idcs"] = actions // 2 + 1
         arrays["tour_node_flags"] = (actions % 2).astype(np.int8)
         arrays["tour_node_flags"][:, 0] = 1
-    np.savez(path, **arrays)
+    np.savez(path, allow_pickle=False, **arrays)
 
 
 def _read(path: Path) -> _Raw:
@@ -457,7 +461,7 @@ def _solution_cost(sol_file: Path, instance: dict[str, np.ndarray], metric: str)
     return float(cost)
 
 
-def metric_cost(instance: dict[str, np.ndarray], routes: list[list[int]], metric: str) -> float:
+def metric_cost(instance: Mapping[str, np.ndarray], routes: list[list[int]], metric: str) -> float:
     """Total route length in a library metric (the file's `weights` when it has them)."""
     from nco.problems.tsp.io import edge_lengths
 

@@ -42,7 +42,7 @@ def plot_routes(
     if n <= 100:
         for c, (x, y) in enumerate(locs, start=1):
             ax.annotate(str(c), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.scatter(*depot, s=220, marker="*", color="black", zorder=4, label="depot")
+    ax.scatter(depot[0], depot[1], s=220, marker="*", color="black", zorder=4, label="depot")
     ax.set_aspect("equal")
     ax.legend(loc="upper right", fontsize=7)
     ax.set_title(title or f"{n} customers, {len(used)} routes")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 import torch
 
 from nco.dataset import Dataset, GeneratedSet
-from nco.problem import Problem
+from nco.problem import Instance, Problem
 from nco.problems.cvrp.env import CVRPEnv
 from nco.problems.cvrp.generator import default_capacity
 from nco.problems.cvrp.types import CVRPInstances
@@ -48,14 +49,16 @@ def kool_cvrp(num: int, size: int, seed: int, capacity: int | None = None) -> di
 def generated_sets() -> dict[str, GeneratedSet]:
     """Kool's test / validation sets and LEHD's generalization sets (LKH-3 references)."""
     sets = {
-        f"kool:cvrp{n}_{split}": GeneratedSet("cvrp", lambda n=n, s=seed: kool_cvrp(KOOL_NUM, n, s))
+        f"kool:cvrp{n}_{split}": GeneratedSet(
+            "cvrp", functools.partial(kool_cvrp, KOOL_NUM, n, seed)
+        )
         for n in KOOL_SIZES
         for split, seed in KOOL_SPLIT_SEEDS.items()
     }
     for name, (n, seed, file) in GENERALIZATION_SETS.items():
         sets[name] = GeneratedSet(
             "cvrp",
-            lambda n=n, s=seed: kool_cvrp(GENERALIZATION_NUM, n, s),
+            functools.partial(kool_cvrp, GENERALIZATION_NUM, n, seed),
             shared_file=file,
             shared_source="LKH-3 (LEHD)",
         )
@@ -74,7 +77,7 @@ def to_solution(env: Any, instances: Any, actions: list[int]) -> list[list[int]]
     return actions_to_routes(actions)
 
 
-def score(instance: dict[str, np.ndarray], routes: list[list[int]]) -> float:
+def score(instance: Instance, routes: list[list[int]]) -> float:
     """Euclidean length of the routes; ValueError unless they are feasible."""
     from nco.problems.cvrp.routes import routes_cost
     from nco.problems.cvrp.solvers import check_routes
@@ -83,13 +86,13 @@ def score(instance: dict[str, np.ndarray], routes: list[list[int]]) -> float:
     return routes_cost(instance["depot"], instance["locs"], routes)
 
 
-def metric_cost(instance: dict[str, np.ndarray], routes: list[list[int]], metric: str) -> float:
+def metric_cost(instance: Instance, routes: list[list[int]], metric: str) -> float:
     from nco.problems.cvrp.io import metric_cost as cost
 
     return cost(instance, routes, metric)
 
 
-def plot(instance: dict[str, np.ndarray], routes: list[list[int]], path: Path, title: str) -> None:
+def plot(instance: Instance, routes: list[list[int]], path: Path, title: str) -> None:
     from nco.problems.cvrp.plot import plot_routes
 
     plot_routes(instance["depot"], instance["locs"], routes, path, title)

@@ -119,8 +119,9 @@ def solve_hgs(instance: dict[str, np.ndarray], time_limit: float, seed: int) -> 
         clients=[pyvrp.Client(i + 1, delivery=[int(demands[i])]) for i in range(n)],
         depots=[pyvrp.Depot(0)],
         vehicle_types=[pyvrp.VehicleType(n, capacity=[capacity])],
-        distance_matrices=[dist],
-        duration_matrices=[np.zeros_like(dist)],
+        # pyvrp 0.14's stubs write an int matrix as `np.ndarray[int]`, numpy's shape parameter.
+        distance_matrices=[dist],  # type: ignore[list-item]
+        duration_matrices=[np.zeros_like(dist)],  # type: ignore[list-item]
     )
     params = pyvrp.SolveParams(penalty=pyvrp.PenaltyParams(max_penalty=_MAX_PENALTY))
     remaining = max(time_limit - (time.perf_counter() - start), 0.01)

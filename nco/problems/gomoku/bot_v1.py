@@ -146,7 +146,11 @@ def _lines(n: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     (0 past the end), and per direction and cell (4 N * N,) its line, the table offset of its
     line length and position, and its line's length (see `_line_tables`)."""
     offsets = _length_offsets(n)
-    cells, powers, line_of, base, lengths = [], [], [], [], []
+    cells: list[list[int]] = []
+    powers: list[list[int]] = []
+    line_of: list[int] = []
+    base: list[int] = []
+    lengths: list[int] = []
     for _, (dr, dc) in DIRECTIONS:
         owner, where, size = [0] * (n * n), [0] * (n * n), [0] * (n * n)
         for r0 in range(n):

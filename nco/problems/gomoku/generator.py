@@ -7,9 +7,7 @@ import torch
 from nco.problems.gomoku.types import GomokuInstances
 
 
-def generate(
-    num: int, num_cells: int, generator: torch.Generator | None = None
-) -> GomokuInstances:
+def generate(num: int, num_cells: int, generator: torch.Generator | None = None) -> GomokuInstances:
     """`num` opening cells uniform over the board."""
     return GomokuInstances(opening=torch.randint(0, num_cells, (num,), generator=generator))
 

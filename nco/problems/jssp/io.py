@@ -28,7 +28,9 @@ def _ints(line: str, path: Path) -> list[int]:
         raise ValueError(f"{path}: expected a line of integers, got {line.strip()!r}.") from None
 
 
-def _rows(lines: list[str], at: int, count: int, width: int, path: Path, what: str) -> list:
+def _rows(
+    lines: list[str], at: int, count: int, width: int, path: Path, what: str
+) -> list[list[int]]:
     rows = [_ints(line, path) for line in lines[at : at + count]]
     if len(rows) != count or any(len(r) != width for r in rows):
         raise ValueError(f"{path}: expected {count} rows of {width} integers under {what!r}.")
@@ -39,7 +41,10 @@ def read_taillard(path: str | Path) -> JSSPInstances:
     """All instances in a Taillard-format text file (machines converted to 0-based)."""
     path = Path(path)
     lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-    durations, machines, shape, i = [], [], None, 0
+    durations: list[list[list[int]]] = []  # (instances, jobs, machines)
+    machines: list[list[list[int]]] = []
+    shape: tuple[int, int] | None = None
+    i = 0
     while i < len(lines):
         head = lines[i].strip().lower()
         if head.startswith("nb of jobs"):
@@ -146,7 +151,7 @@ def write_npz(
         arrays["reference_costs"] = refs
     if reference_source is not None:
         arrays["reference_source"] = np.asarray(reference_source)
-    np.savez(path, **arrays)
+    np.savez(path, allow_pickle=False, **arrays)
 
 
 def load_jssp(path: str | os.PathLike) -> tuple[JSSPInstances, np.ndarray | None]:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from nco.dataset import Dataset
-from nco.problem import Problem
+from nco.problem import Instance, Problem
 from nco.problems.jssp.env import JSSPEnv
 from nco.problems.jssp.types import JSSPInstances
 
@@ -53,13 +53,13 @@ def to_solution(env: Any, instances: Any, actions: list[int]) -> list:
     return start[0].tolist()
 
 
-def score(instance: dict[str, np.ndarray], start: list) -> float:
+def score(instance: Instance, start: list) -> float:
     from nco.problems.jssp.schedule import check_schedule
 
     return check_schedule(instance["durations"], instance["machines"], np.asarray(start))
 
 
-def plot(instance: dict[str, np.ndarray], start: list, path: Path, title: str) -> None:
+def plot(instance: Instance, start: list, path: Path, title: str) -> None:
     from nco.problems.jssp.plot import plot_gantt
 
     plot_gantt(instance["durations"], instance["machines"], np.asarray(start), path, title)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -85,7 +86,7 @@ def save_tsp_npz(
                 f"{path}: field 'reference_source' needs 'reference_costs' to describe."
             )
         arrays["reference_source"] = np.array(str(reference_source))
-    np.savez(path, **arrays)
+    np.savez(path, allow_pickle=False, **arrays)
 
 
 def save_tsp_pkl(path: str | os.PathLike, instances: TSPInstances | np.ndarray) -> None:
@@ -452,7 +453,7 @@ def read_dataset(path: str | os.PathLike) -> Dataset:
     )
 
 
-def metric_cost(instance: dict[str, np.ndarray], tour: list[int], metric: str) -> int | float:
+def metric_cost(instance: Mapping[str, np.ndarray], tour: list[int], metric: str) -> int | float:
     """The tour's length in a library metric (the file's `weights` when it has them)."""
     return tsplib_length(instance["coords"], tour, metric, instance.get("weights"))
 

@@ -37,7 +37,15 @@ def plot_tour(
             arrowprops={"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.0, "shrinkA": 0},
         )
     ax.scatter(pts[:, 0], pts[:, 1], s=12, color="black", zorder=3)
-    ax.scatter(*pts[order[0]], s=60, marker="s", color="tab:red", zorder=4, label="start")
+    ax.scatter(
+        pts[order[0], 0],
+        pts[order[0], 1],
+        s=60,
+        marker="s",
+        color="tab:red",
+        zorder=4,
+        label="start",
+    )
     if n <= 100:
         for i, (x, y) in enumerate(pts):
             ax.annotate(str(i), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")

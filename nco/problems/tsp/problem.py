@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 import torch
 
 from nco.dataset import Dataset, GeneratedSet
-from nco.problem import Problem
+from nco.problem import Instance, Problem
 from nco.problems.tsp.env import TSPEnv
 from nco.problems.tsp.types import TSPInstances
 
@@ -33,14 +34,14 @@ def kool_tsp(num: int, size: int, seed: int) -> dict[str, np.ndarray]:
 def generated_sets() -> dict[str, GeneratedSet]:
     """Kool's test / validation sets and BQ's generalization sets (Concorde references)."""
     sets = {
-        f"kool:tsp{n}_{split}": GeneratedSet("tsp", lambda n=n, s=seed: kool_tsp(KOOL_NUM, n, s))
+        f"kool:tsp{n}_{split}": GeneratedSet("tsp", functools.partial(kool_tsp, KOOL_NUM, n, seed))
         for n in KOOL_SIZES
         for split, seed in KOOL_SPLIT_SEEDS.items()
     }
     for name, (n, seed, file) in GENERALIZATION_SETS.items():
         sets[name] = GeneratedSet(
             "tsp",
-            lambda n=n, s=seed: kool_tsp(GENERALIZATION_NUM, n, s),
+            functools.partial(kool_tsp, GENERALIZATION_NUM, n, seed),
             shared_file=file,
             shared_source="Concorde optimal tours (BQ-NCO)",
         )
@@ -58,20 +59,20 @@ def to_solution(env: Any, instances: Any, actions: list[int]) -> list[int]:
     return [0, *actions]
 
 
-def score(instance: dict[str, np.ndarray], tour: list[int]) -> float:
+def score(instance: Instance, tour: list[int]) -> float:
     """Euclidean tour length; ValueError unless `tour` is a permutation of the nodes."""
     from nco.problems.tsp.solvers import tour_length
 
     return tour_length(np.asarray(instance["coords"], np.float64), tour)
 
 
-def metric_cost(instance: dict[str, np.ndarray], tour: list[int], metric: str) -> float:
+def metric_cost(instance: Instance, tour: list[int], metric: str) -> float:
     from nco.problems.tsp.io import metric_cost as cost
 
     return cost(instance, tour, metric)
 
 
-def plot(instance: dict[str, np.ndarray], tour: list[int], path: Path, title: str) -> None:
+def plot(instance: Instance, tour: list[int], path: Path, title: str) -> None:
     from nco.problems.tsp.plot import plot_tour
 
     plot_tour(instance["coords"], tour, path, title)

@@ -267,7 +267,13 @@ def _subtour_sets(n: int, iu: np.ndarray, ju: np.ndarray, x: np.ndarray) -> list
     return _phase_cuts(n, weights)
 
 
-def _add_cut(solver: pywraplp.Solver, variables: dict[int, object], iu, ju, subset) -> None:
+def _add_cut(
+    solver: pywraplp.Solver,
+    variables: dict[int, object],
+    iu: np.ndarray,
+    ju: np.ndarray,
+    subset: np.ndarray,
+) -> None:
     """Add x(E(S)) <= |S| - 1 over the smaller side S of the cut."""
     if subset.sum() > len(subset) // 2:
         subset = ~subset
@@ -335,7 +341,9 @@ def _constraint(solver: pywraplp.Solver, terms: list, lb: float, ub: float) -> N
             ct.SetCoefficient(var, 1.0)
 
 
-def _build(solver: pywraplp.Solver, x: dict, dist: np.ndarray, iu, ju) -> None:
+def _build(
+    solver: pywraplp.Solver, x: dict, dist: np.ndarray, iu: np.ndarray, ju: np.ndarray
+) -> None:
     """Objective sum(d_e x_e) and degree-2 constraints over the edge variables `x`."""
     n = dist.shape[0]
     incident: list[list[object]] = [[] for _ in range(n)]
