@@ -3,6 +3,15 @@
 A search config is a mapping with `method` (a decoder name), optional `batch_size` (instances per
 chunk; all at once when absent or null) and the decoder's keyword parameters, e.g. the contents
 of configs/search/gumbeldore.yaml. Training, evaluation and the sampling workers share this entry.
+
+Two optional keys work with every decoder, for envs that offer the hooks:
+- `augment: A` (1..8) decodes each instance under the first A symmetries of the unit square
+  (`env.augment(instances, code)`); solutions keep their labels, so every copy's sequences
+  count for the instance and `best()` keeps the best over the copies (POMO's x8 augmentation);
+- `starts: K` decodes each instance from K different first choices (POMO's multi-start):
+  `env.start(roots, index)` gives the root states after start `index` (0..K-1, at most
+  `env.num_starts(instances)`), and `env.started_actions(actions, index)` turns the decoded
+  actions back into the env's full sequence (e.g. with the forced first node in front).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from nco import search
 from nco.env import Batch, Env
 from nco.search.adaptive import gumbeldore_adaptive
 from nco.search.solutions import Solutions
+from nco.search.ults import ults
 
 METHODS: dict[str, Callable[..., Solutions]] = {
     "greedy": search.greedy,
@@ -25,8 +35,102 @@ METHODS: dict[str, Callable[..., Solutions]] = {
     "sample": search.sample,
     "sbs": search.sbs,
     "gumbeldore": search.gumbeldore,
+    "ults": ults,
 }
-RESERVED = ("method", "batch_size")
+RESERVED = ("method", "batch_size", "augment", "starts")
+MAX_AUGMENT = 8  # the symmetries of the unit square
+
+
+class StartedEnv(Env):
+    """`base` whose root states come after the forced start of each row (row i: start i % k)."""
+
+    def __init__(self, base: Env, k: int) -> None:
+        self.base, self.k, self.name = base, k, base.name
+
+    def reset(self, instances: Batch) -> Batch:
+        roots = self.base.reset(instances)
+        return self.base.start(roots, self.start_index(roots.batch_size, roots.device))
+
+    def start_index(self, rows: int, device: torch.device) -> torch.Tensor:
+        """Start of each of `rows` rows (instances repeated k times, consecutively)."""
+        return torch.arange(rows, device=device) % self.k
+
+    def generate(self, num: int, generator: torch.Generator | None = None) -> Batch:
+        return self.base.generate(num, generator)
+
+    def step(self, state: Batch, actions: torch.Tensor) -> Batch:
+        return self.base.step(state, actions)
+
+    def action_mask(self, state: Batch) -> torch.Tensor:
+        return self.base.action_mask(state)
+
+    def is_done(self, state: Batch) -> torch.Tensor:
+        return self.base.is_done(state)
+
+    def objective(self, state: Batch) -> torch.Tensor:
+        return self.base.objective(state)
+
+    def index(self, state: Batch, idx: torch.Tensor) -> Batch:
+        return self.base.index(state, idx)
+
+    def max_steps(self, instances: Batch) -> int:
+        return self.base.max_steps(instances)
+
+
+def _copies(cfg: Mapping[str, Any], env: Env, instances: Batch) -> tuple[int, int]:
+    """The checked `augment` and `starts` of a search config for `env` and `instances`."""
+    augment, starts = int(cfg.get("augment") or 1), int(cfg.get("starts") or 1)
+    if not 1 <= augment <= MAX_AUGMENT:
+        raise ValueError(f"search config: expected augment in 1..{MAX_AUGMENT}, got {augment}.")
+    if augment > 1 and not callable(getattr(env, "augment", None)):
+        raise ValueError(
+            f"search config: augment={augment}, but {type(env).__name__} has no augment."
+        )
+    if starts < 1:
+        raise ValueError(f"search config: expected starts >= 1, got {starts}.")
+    if cfg.get("starts") is not None:
+        if not all(
+            callable(getattr(env, h, None)) for h in ("start", "num_starts", "started_actions")
+        ):
+            raise ValueError(
+                f"search config: starts={starts}, but {type(env).__name__} has no start hooks."
+            )
+        limit = env.num_starts(instances)
+        if starts > limit:
+            raise ValueError(f"search config: starts={starts} exceeds the {limit} possible starts.")
+    return augment, starts
+
+
+def _decode_copies(
+    fn: Callable[..., Solutions],
+    policy: nn.Module,
+    env: Env,
+    chunk: Batch,
+    kwargs: dict[str, Any],
+    augment: int,
+    starts: int | None,
+) -> Solutions:
+    """Decode `chunk` as `augment` x `starts` copies per instance; all sequences per instance."""
+    n, copies = chunk.batch_size, augment * (starts or 1)
+    if copies == 1 and starts is None:
+        return fn(policy, env, chunk, **kwargs)
+    rows = torch.arange(n, device=chunk.device).repeat_interleave(copies)
+    expanded = chunk.index(rows)
+    if augment > 1:
+        code = (torch.arange(n * copies, device=chunk.device) // (starts or 1)) % augment
+        expanded = env.augment(expanded, code)
+    run_env = env if starts is None else StartedEnv(env, starts)
+    sols = fn(policy, run_env, expanded, **kwargs)
+    actions = sols.actions
+    if starts is not None:
+        m, s, t = actions.shape
+        index = run_env.start_index(m, actions.device).repeat_interleave(s)
+        actions = env.started_actions(actions.reshape(m * s, t), index).view(m, s, -1)
+    return Solutions(
+        actions=actions.reshape(n, -1, actions.shape[-1]),
+        objective=sols.objective.reshape(n, -1),
+        logprob=sols.logprob.reshape(n, -1),
+    )
 
 
 def decoder_kwargs(cfg: Mapping[str, Any]) -> tuple[Callable[..., Solutions], dict[str, Any]]:
@@ -71,9 +175,12 @@ def decode(
 
     Chunks of `cfg.batch_size` instances are moved to the policy's device and decoded in turn
     with the policy in eval mode (its previous mode is restored). `generator` seeds the
-    stochastic decoders and is ignored by greedy and beam search.
+    stochastic decoders and is ignored by greedy and beam search. With `augment` or `starts`
+    each instance is decoded as several copies (see the module docstring).
     """
     fn, kwargs = decoder_kwargs(cfg)
+    augment, starts = _copies(cfg, env, instances)
+    started = starts if cfg.get("starts") is not None else None
     if "generator" in inspect.signature(fn).parameters:
         kwargs["generator"] = generator
     batch_size = cfg.get("batch_size")
@@ -89,7 +196,7 @@ def decode(
         for start in range(0, instances.batch_size, batch_size):
             idx = torch.arange(start, min(start + batch_size, instances.batch_size))
             chunk = instances.index(idx).to(device)
-            sols = fn(policy, env, chunk, **kwargs)
+            sols = _decode_copies(fn, policy, env, chunk, kwargs, augment, started)
             parts.append(Solutions(sols.actions.cpu(), sols.objective.cpu(), sols.logprob.cpu()))
     finally:
         policy.train(was_training)

@@ -15,6 +15,12 @@ authors' exact form (GELU, one ReZero weight per layer, `form: paper`). The atte
 cannot be read from weights; `heads` defaults to the paper's value for the model (12 for
 `bq_cvrp`, else 8). `num_nodes` sets the problem size recorded for TSP / CVRP; a JSSP file gets
 the problem config of configs/problem/jssp.yaml (decoding works on any size).
+
+Also supported, from other authors (MIT licence; docs/light_models.md): `am_tsp` / `am_cvrp`,
+Kool et al.'s Attention Model (attention-learn-to-route, a dict with `model`), and `pomo_tsp`
+/ `pomo_cvrp`, POMO networks as yd-kwon/POMO and jieyibi/AMDKD save them (a dict with
+`model_state_dict`; AMDKD's distillation-only projections are dropped). They get the AM-form
+problem configs (configs/problem/tsp_am.yaml, cvrp_am.yaml); POMO's heads default to 8.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from nco import checkpoint, registry
 from nco.paths import CONFIG_DIR
 
 WEIGHT_FIELDS = ("best_model_weights", "model_weights")
+AM_FIELDS = ("model",)  # attention-learn-to-route's torch.save dict
+POMO_FIELDS = ("model_state_dict",)  # POMO's and AMDKD's
 
 
 def _layer(src: str, dst: str, rezero: bool) -> dict[str, str]:
@@ -201,6 +209,99 @@ def _jssp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str,
     return model, names
 
 
+def _am(weights: dict[str, torch.Tensor], heads: int, cvrp: bool) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of Kool et al.'s AttentionModel (nets/attention_model.py)."""
+    first = ("init_embed_depot.weight",) if cvrp else ("W_placeholder",)
+    keys = (*first, "init_embed.weight", "embedder.layers.0.0.module.W_query")
+    _require(weights, keys, "attention-learn-to-route nets/attention_model.py")
+    if "embedder.layers.0.1.normalizer.running_mean" not in weights:
+        raise ValueError("expected batch normalization (the published models' 'batch').")
+    layers = _count(weights, "embedder.layers")
+    names = {
+        "init_embed.weight": "init_embed.weight",
+        "init_embed.bias": "init_embed.bias",
+        "project_node_embeddings.weight": "project_nodes.weight",
+        "project_fixed_context.weight": "project_fixed.weight",
+        "project_step_context.weight": "project_step.weight",
+        "project_out.weight": "project_out.weight",
+    }
+    if cvrp:
+        names["init_embed_depot.weight"] = "init_embed_depot.weight"
+        names["init_embed_depot.bias"] = "init_embed_depot.bias"
+    else:
+        names["W_placeholder"] = "placeholder"
+    for i in range(layers):
+        src, dst = f"embedder.layers.{i}.", f"layers.{i}."
+        for ref, own in (("W_query", "w_query"), ("W_key", "w_key"), ("W_val", "w_val")):
+            names[f"{src}0.module.{ref}"] = f"{dst}attention.{own}"
+        names[f"{src}0.module.W_out"] = f"{dst}attention.w_out"
+        for part in ("weight", "bias"):
+            names[f"{src}2.module.0.{part}"] = f"{dst}ff.0.{part}"
+            names[f"{src}2.module.2.{part}"] = f"{dst}ff.2.{part}"
+        for sub, norm in (("1", "norm1"), ("3", "norm2")):
+            for part in ("weight", "bias", "running_mean", "running_var"):
+                names[f"{src}{sub}.normalizer.{part}"] = f"{dst}{norm}.{part}"
+    model = {
+        "_target_": f"nco.models.am.{'AMCVRPPolicy' if cvrp else 'AMTSPPolicy'}",
+        "embed_dim": int(weights["init_embed.weight"].shape[0]),
+        "num_heads": int(weights["embedder.layers.0.0.module.W_query"].shape[0]),
+        "num_layers": layers,
+        "ff_hidden": int(weights["embedder.layers.0.2.module.0.weight"].shape[0]),
+        "tanh_clipping": 10.0,
+    }
+    return model, names
+
+
+def _pomo(weights: dict[str, torch.Tensor], heads: int, cvrp: bool) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of POMO's TSPModel / CVRPModel (yd-kwon/POMO, AMDKD)."""
+    embed = ("encoder.embedding_node.weight",) if cvrp else ("encoder.embedding.weight",)
+    _require(weights, (*embed, "encoder.layers.0.Wq.weight", "decoder.Wk.weight"), "POMO")
+    layers = _count(weights, "encoder.layers")
+    names: dict[str, str | None] = {
+        "decoder.Wk.weight": "wk.weight",
+        "decoder.Wv.weight": "wv.weight",
+        "decoder.multi_head_combine.weight": "combine.weight",
+        "decoder.multi_head_combine.bias": "combine.bias",
+        "decoder.Wq_last.weight": "wq_last.weight",
+        "W_hidden.weight": None,  # AMDKD's distillation projections, unused by the policy
+        "W_embed.weight": None,
+    }
+    inputs = ("embedding_depot", "embedding_node") if cvrp else ("embedding",)
+    for name in inputs:
+        for part in ("weight", "bias"):
+            names[f"encoder.{name}.{part}"] = f"{name}.{part}"
+    if not cvrp:
+        names["decoder.Wq_first.weight"] = "wq_first.weight"
+    norm1, ff, norm2 = (
+        ("add_n_normalization_1", "feed_forward", "add_n_normalization_2")
+        if cvrp
+        else ("addAndNormalization1", "feedForward", "addAndNormalization2")
+    )
+    for i in range(layers):
+        src, dst = f"encoder.layers.{i}.", f"layers.{i}."
+        for w in ("Wq", "Wk", "Wv"):
+            names[f"{src}{w}.weight"] = f"{dst}{w.lower()}.weight"
+        for part in ("weight", "bias"):
+            names[f"{src}multi_head_combine.{part}"] = f"{dst}combine.{part}"
+            names[f"{src}{norm1}.norm.{part}"] = f"{dst}norm1.{part}"
+            names[f"{src}{norm2}.norm.{part}"] = f"{dst}norm2.{part}"
+            names[f"{src}{ff}.W1.{part}"] = f"{dst}ff.0.{part}"
+            names[f"{src}{ff}.W2.{part}"] = f"{dst}ff.2.{part}"
+    width = int(weights["decoder.Wk.weight"].shape[0])
+    if width % heads:
+        raise ValueError(f"decoder width {width} is not divisible by heads={heads}.")
+    model = {
+        "_target_": f"nco.models.pomo.{'POMOCVRPPolicy' if cvrp else 'POMOTSPPolicy'}",
+        "embed_dim": int(weights["encoder.layers.0.Wq.weight"].shape[1]),
+        "num_heads": heads,
+        "head_dim": width // heads,
+        "num_layers": layers,
+        "ff_hidden": int(weights[f"encoder.layers.0.{ff}.W1.weight"].shape[0]),
+        "logit_clipping": 10.0,
+    }
+    return model, {k: v for k, v in names.items() if k in weights or v is not None}
+
+
 class Spec(NamedTuple):
     """How to import one of the authors' networks."""
 
@@ -208,6 +309,8 @@ class Spec(NamedTuple):
     problem: str  # configs/problem/<problem>.yaml
     size_key: str | None  # the problem config key that `num_nodes` sets
     heads: int  # the paper's attention heads (not stored in the weights)
+    fields: tuple[str, ...] = WEIGHT_FIELDS  # where the file keeps the state dict
+    code: str = "the Gumbeldore code"  # whose files these are, for errors
 
 
 MODELS: dict[str, Spec] = {
@@ -215,6 +318,18 @@ MODELS: dict[str, Spec] = {
     "lehd_tsp": Spec(_lehd_tsp, "tsp", "num_nodes", 8),
     "bq_cvrp": Spec(_bq_cvrp, "cvrp", "num_customers", 12),
     "jssp": Spec(_jssp, "jssp", None, 8),
+    "am_tsp": Spec(
+        lambda w, h: _am(w, h, cvrp=False), "tsp_am", "num_nodes", 8, AM_FIELDS, "Kool et al."
+    ),
+    "am_cvrp": Spec(
+        lambda w, h: _am(w, h, cvrp=True), "cvrp_am", "num_customers", 8, AM_FIELDS, "Kool et al."
+    ),
+    "pomo_tsp": Spec(
+        lambda w, h: _pomo(w, h, cvrp=False), "tsp_am", "num_nodes", 8, POMO_FIELDS, "POMO"
+    ),
+    "pomo_cvrp": Spec(
+        lambda w, h: _pomo(w, h, cvrp=True), "cvrp_am", "num_customers", 8, POMO_FIELDS, "POMO"
+    ),
 }
 
 
@@ -226,8 +341,13 @@ def problem_config(name: str, size_key: str | None, size: int) -> dict[str, Any]
     return OmegaConf.to_container(cfg, resolve=True)["problem"]
 
 
-def reference_weights(src: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The best weights of an authors' checkpoint and its other scalar fields (epochs, gap)."""
+def reference_weights(
+    src: str | os.PathLike,
+    fields: tuple[str, ...] = WEIGHT_FIELDS,
+    code: str = "the Gumbeldore code",
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The best weights of an authors' checkpoint (the first of `fields` it holds) and its
+    other scalar fields (epochs, gap); `code` names the authors in errors."""
     path = Path(src)
     if not path.is_file():
         raise ValueError(f"nco-import: src={path} is not a file.")
@@ -235,14 +355,15 @@ def reference_weights(src: str | os.PathLike) -> tuple[dict[str, torch.Tensor], 
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # not a torch file, or one that needs code to unpickle
         raise ValueError(
-            f"nco-import: {path} is not a weights-only torch checkpoint of the Gumbeldore code "
-            f"(a dict with {' / '.join(WEIGHT_FIELDS)}): {type(err).__name__}."
+            f"nco-import: {path} is not a weights-only torch checkpoint of {code} "
+            f"(a dict with {' / '.join(fields)}): {type(err).__name__}."
         ) from err
-    field = next((f for f in WEIGHT_FIELDS if isinstance(payload, dict) and f in payload), None)
+    field = next((f for f in fields if isinstance(payload, dict) and f in payload), None)
     if field is None or not isinstance(payload[field], dict):
+        saved_by = "the Gumbeldore authors' code" if fields == WEIGHT_FIELDS else f"{code}'s code"
         raise ValueError(
-            f"nco-import: {path} has no {' or '.join(WEIGHT_FIELDS)} state dict; expected a "
-            "checkpoint saved by the Gumbeldore authors' code."
+            f"nco-import: {path} has no {' or '.join(fields)} state dict; expected a "
+            f"checkpoint saved by {saved_by}."
         )
     weights = payload[field]
     bad = [k for k, v in weights.items() if not isinstance(v, torch.Tensor)]
@@ -267,7 +388,7 @@ def import_reference(
     if model not in MODELS:
         raise ValueError(f"nco-import: unknown model={model!r}; expected one of {sorted(MODELS)}.")
     spec = MODELS[model]
-    weights, meta = reference_weights(src)
+    weights, meta = reference_weights(src, spec.fields, spec.code)
     try:
         model_cfg, names = spec.convert(weights, heads or spec.heads)
     except ValueError as err:
@@ -283,6 +404,8 @@ def import_reference(
         )
     state = {}
     for ref_name, nco_name in names.items():
+        if nco_name is None:  # a parameter the policy does not use (training-only)
+            continue
         value = weights[ref_name]
         if tuple(value.shape) != tuple(target[nco_name].shape):
             raise ValueError(
@@ -290,6 +413,9 @@ def import_reference(
                 f"needs {tuple(target[nco_name].shape)}."
             )
         state[nco_name] = value.to(target[nco_name].dtype)
+    for name, value in target.items():  # buffers older files lack (BatchNorm's batch count)
+        if name.endswith("num_batches_tracked") and name not in state:
+            state[name] = value
     policy.load_state_dict(state)
     problem = problem_config(spec.problem, spec.size_key, num_nodes)
     out = Path(out)

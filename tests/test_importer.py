@@ -123,7 +123,9 @@ def test_bad_files_get_one_clear_line(tmp_path: Path) -> None:
     torch.save({"weights": {}}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="has no best_model_weights or model_weights"):
         import_reference(tmp_path / "other.pt", "bq_tsp", tmp_path / "o.pt")
-    known = r"\['bq_cvrp', 'bq_tsp', 'jssp', 'lehd_tsp'\]"
+    known = (
+        r"\['am_cvrp', 'am_tsp', 'bq_cvrp', 'bq_tsp', 'jssp', 'lehd_tsp', 'pomo_cvrp', 'pomo_tsp'\]"
+    )
     with pytest.raises(ValueError, match=rf"unknown model='gpt'; expected one of {known}"):
         import_reference(tmp_path / "other.pt", "gpt", tmp_path / "o.pt")
     assert not (tmp_path / "o.pt").exists()

@@ -1,0 +1,181 @@
+"""POMO (Kwon et al., NeurIPS 2020) for the TSP and the CVRP, as AMDKD's students use it.
+
+Encoder: a linear node embedding (the CVRP depot has its own), then `num_layers` layers of
+multi-head attention (combined with a biased linear) and a ReLU feed-forward, each added and
+instance-normalized. Decoder, per step: a query from the first and last node's embeddings
+(TSP) or the last node's embedding and the load left (CVRP), one multi-head attention over the
+feasible nodes, then single-head scores against the node embeddings, divided by sqrt(d) and
+clipped by C tanh (C = 10). Node keys and values are computed once per instance (`encode`).
+States come from the AM-form envs, where the first action is the start node (the TSP) or the
+first customer (the CVRP); POMO's multi-start forces it (`search.starts`). At the very first TSP
+step, before any node is chosen, the policy returns uniform logits: POMO never scores that step.
+Layer shapes follow yd-kwon/POMO and jieyibi/AMDKD.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+from torch import nn
+
+from nco.env import Batch
+from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
+from nco.problems.tsp.am_env import AMTSPState
+
+
+@dataclasses.dataclass(frozen=True)
+class POMOCache(Batch):
+    """Per-instance encoding: node embeddings and the decoder's keys and values."""
+
+    nodes: torch.Tensor  # (N, n, d)
+    key: torch.Tensor  # (N, H, n, d_k)
+    val: torch.Tensor  # (N, H, n, d_k)
+
+
+def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    return x.view(*x.shape[:-1], heads, -1).transpose(-2, -3)
+
+
+def _attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Scaled dot-product attention of (.., H, m, e) queries; heads concatenated (.., m, H e)."""
+    score = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        score = score.masked_fill(~mask, -math.inf)
+    out = torch.softmax(score, dim=-1) @ v
+    return out.transpose(-2, -3).flatten(-2)
+
+
+class POMOEncoderLayer(nn.Module):
+    """h = IN(h + W_o MHA(h)); h = IN(h + FF(h)), instance norm over the nodes."""
+
+    def __init__(self, dim: int, heads: int, head_dim: int, hidden: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.wq = nn.Linear(dim, heads * head_dim, bias=False)
+        self.wk = nn.Linear(dim, heads * head_dim, bias=False)
+        self.wv = nn.Linear(dim, heads * head_dim, bias=False)
+        self.combine = nn.Linear(heads * head_dim, dim)
+        self.norm1 = nn.InstanceNorm1d(dim, affine=True, track_running_stats=False)
+        self.ff = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
+        self.norm2 = nn.InstanceNorm1d(dim, affine=True, track_running_stats=False)
+
+    @staticmethod
+    def _in(norm: nn.InstanceNorm1d, h: torch.Tensor) -> torch.Tensor:
+        return norm(h.transpose(1, 2)).transpose(1, 2)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        q, k, v = (_heads(w(h), self.heads) for w in (self.wq, self.wk, self.wv))
+        h = self._in(self.norm1, h + self.combine(_attend(q, k, v)))
+        return self._in(self.norm2, h + self.ff(h))
+
+
+class POMOModel(nn.Module):
+    """Shared POMO encoder and decoder; subclasses give node features and the query."""
+
+    def __init__(
+        self,
+        embed_dim: int = 128,
+        num_heads: int = 8,
+        head_dim: int = 16,
+        num_layers: int = 6,
+        ff_hidden: int = 512,
+        logit_clipping: float = 10.0,
+    ) -> None:
+        super().__init__()
+        self.embed_dim, self.num_heads, self.logit_clipping = embed_dim, num_heads, logit_clipping
+        self.layers = nn.ModuleList(
+            POMOEncoderLayer(embed_dim, num_heads, head_dim, ff_hidden) for _ in range(num_layers)
+        )
+        self.wk = nn.Linear(embed_dim, num_heads * head_dim, bias=False)
+        self.wv = nn.Linear(embed_dim, num_heads * head_dim, bias=False)
+        self.combine = nn.Linear(num_heads * head_dim, embed_dim)
+
+    def embed(self, states: Batch) -> torch.Tensor:
+        """Initial node embeddings (N, n, d)."""
+        raise NotImplementedError
+
+    def query(self, states: Batch, nodes: torch.Tensor) -> torch.Tensor:
+        """Decoder queries (L, H d_k)."""
+        raise NotImplementedError
+
+    def feasible(self, states: Batch) -> torch.Tensor:
+        """Bool (L, n) feasible next nodes."""
+        raise NotImplementedError
+
+    def encode(self, roots: Batch) -> POMOCache:
+        """Encoder and the decoder's node keys and values, once per instance."""
+        h = self.embed(roots)
+        for layer in self.layers:
+            h = layer(h)
+        return POMOCache(h, _heads(self.wk(h), self.num_heads), _heads(self.wv(h), self.num_heads))
+
+    def decode(self, states: Batch, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
+        """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
+        c = cache.index(rows)
+        mask = self.feasible(states)
+        q = _heads(self.query(states, c.nodes).unsqueeze(1), self.num_heads)  # (L, H, 1, e)
+        out = self.combine(_attend(q, c.key, c.val, mask.view(len(mask), 1, 1, -1)).squeeze(-2))
+        score = torch.einsum("ld,lnd->ln", out, c.nodes) / math.sqrt(self.embed_dim)
+        score = self.logit_clipping * torch.tanh(score)
+        return score.masked_fill(~mask, -math.inf)
+
+    def forward(self, states: Batch) -> torch.Tensor:
+        """Scores without a cache: encode the states' instances, then one step."""
+        return self.decode(states, self.encode(states), torch.arange(states.batch_size))
+
+
+class POMOTSPPolicy(POMOModel):
+    """POMO for the TSP (states of nco.problems.tsp.am_env.AMTSPEnv)."""
+
+    def __init__(self, *args: float, **kwargs: float) -> None:
+        super().__init__(*args, **kwargs)
+        heads = self.wk.out_features
+        self.embedding = nn.Linear(2, self.embed_dim)
+        self.wq_first = nn.Linear(self.embed_dim, heads, bias=False)
+        self.wq_last = nn.Linear(self.embed_dim, heads, bias=False)
+
+    def embed(self, states: AMTSPState) -> torch.Tensor:
+        return self.embedding(states.coords.to(self.embedding.weight.dtype))
+
+    def query(self, states: AMTSPState, nodes: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(states.batch_size, device=nodes.device)
+        first = self.wq_first(nodes[rows, states.first.clamp_min(0)])
+        return first + self.wq_last(nodes[rows, states.current.clamp_min(0)])
+
+    def feasible(self, states: AMTSPState) -> torch.Tensor:
+        return ~states.visited
+
+    def decode(self, states: AMTSPState, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
+        """As POMOModel.decode; uniform over the nodes before the first (never scored) step."""
+        scores = super().decode(states, cache, rows)
+        return torch.where((states.first < 0).unsqueeze(1), torch.zeros_like(scores), scores)
+
+
+class POMOCVRPPolicy(POMOModel):
+    """POMO for the CVRP with the depot as action (nco.problems.cvrp.am_env.AMCVRPEnv)."""
+
+    def __init__(self, *args: float, **kwargs: float) -> None:
+        super().__init__(*args, **kwargs)
+        self.embedding_depot = nn.Linear(2, self.embed_dim)
+        self.embedding_node = nn.Linear(3, self.embed_dim)
+        self.wq_last = nn.Linear(self.embed_dim + 1, self.wk.out_features, bias=False)
+
+    def embed(self, states: AMCVRPState) -> torch.Tensor:
+        dtype = self.embedding_node.weight.dtype
+        coords = states.coords.to(dtype)
+        demand = states.norm_demands.to(dtype)
+        depot = self.embedding_depot(coords[:, :1])
+        nodes = self.embedding_node(torch.cat([coords[:, 1:], demand[:, 1:, None]], dim=-1))
+        return torch.cat([depot, nodes], dim=1)
+
+    def query(self, states: AMCVRPState, nodes: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(states.batch_size, device=nodes.device)
+        load = states.free_fraction.to(nodes.dtype).unsqueeze(1)
+        return self.wq_last(torch.cat([nodes[rows, states.current], load], dim=1))
+
+    def feasible(self, states: AMCVRPState) -> torch.Tensor:
+        return am_cvrp_mask(states)

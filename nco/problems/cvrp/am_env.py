@@ -1,0 +1,158 @@
+"""CVRP in the form of Kool et al.'s Attention Model, POMO and rl4co: the depot is an action.
+
+Node 0 is the depot and nodes 1..n the customers; an action is the next node (A = n + 1).
+Visiting the depot refills the vehicle. The depot is infeasible right after the depot while a
+customer is still servable, and a customer is infeasible once visited or when its demand
+exceeds the capacity left. The episode ends when every customer is served (the return to the
+depot is added to the length then), so episodes differ in length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from nco.env import Batch, Env
+from nco.problems.cvrp.generator import MAX_DEMAND, default_capacity, generate
+from nco.problems.cvrp.types import CVRPInstances
+from nco.problems.tsp.augment import apply_symmetry
+
+
+@dataclasses.dataclass(frozen=True)
+class AMCVRPState(Batch):
+    """A partial solution; demands and loads stay integers so feasibility is exact."""
+
+    coords: torch.Tensor  # (B, n + 1, 2) float64, node 0 = depot
+    demands: torch.Tensor  # (B, n + 1) long, depot demand 0
+    capacity: torch.Tensor  # (B,) long
+    used: torch.Tensor  # (B,) long, load delivered since the last depot visit
+    current: torch.Tensor  # (B,) long, current node (0 = depot)
+    visited: torch.Tensor  # (B, n + 1) bool, served customers (the depot stays False)
+    length: torch.Tensor  # (B,) float64
+    used_frac: torch.Tensor  # (B,) float32, `used` as the published models see it (see below)
+
+    @property
+    def norm_demands(self) -> torch.Tensor:
+        """Float32 (B, n + 1): demands divided by the capacity, as the published models see them."""
+        return self.demands.float() / self.capacity.float().unsqueeze(1)
+
+    @property
+    def free_fraction(self) -> torch.Tensor:
+        """Float32 (B,): capacity left as a fraction of the capacity (the models' input)."""
+        return 1.0 - self.used_frac
+
+
+def am_cvrp_mask(state: AMCVRPState) -> torch.Tensor:
+    """Bool (B, n + 1): feasible next nodes of `state`."""
+    free = (state.capacity - state.used).unsqueeze(1)
+    customers = ~state.visited & (state.demands <= free)
+    customers[:, 0] = False
+    depot = (state.current != 0) | ~customers.any(1)
+    customers[:, 0] = depot
+    return customers
+
+
+class AMCVRPEnv(Env):
+    """CVRP with `num_customers` customers (Kool et al.'s instances) with the depot as action."""
+
+    name = "cvrp"
+
+    def __init__(self, num_customers: int = 100, capacity: int | None = None) -> None:
+        if num_customers < 1:
+            raise ValueError(f"Expected num_customers >= 1, got {num_customers}.")
+        if capacity is not None and capacity < MAX_DEMAND:
+            raise ValueError(f"Expected capacity >= {MAX_DEMAND} (max demand), got {capacity}.")
+        self.num_customers = num_customers
+        self.capacity = capacity if capacity is not None else default_capacity(num_customers)
+
+    def generate(self, num: int, generator: torch.Generator | None = None) -> CVRPInstances:
+        """Kool-style random instances (see nco.problems.cvrp.generator.generate)."""
+        return generate(num, self.num_customers, self.capacity, None, generator)
+
+    def reset(self, instances: CVRPInstances) -> AMCVRPState:
+        b, n = instances.demands.shape
+        if n < 1:
+            raise ValueError("CVRP instances need at least one customer.")
+        if bool((instances.demands < 0).any()) or bool(
+            (instances.demands > instances.capacity.unsqueeze(1)).any()
+        ):
+            raise ValueError("CVRP instances need demands in 0..capacity.")
+        dev = instances.locs.device
+        zero = torch.zeros(b, dtype=torch.long, device=dev)
+        return AMCVRPState(
+            coords=torch.cat([instances.depot.unsqueeze(1), instances.locs], 1),
+            demands=torch.cat([zero.unsqueeze(1), instances.demands.long()], 1),
+            capacity=instances.capacity.long(),
+            used=zero,
+            current=zero,
+            visited=torch.zeros(b, n + 1, dtype=torch.bool, device=dev),
+            length=torch.zeros(b, dtype=torch.float64, device=dev),
+            used_frac=torch.zeros(b, dtype=torch.float32, device=dev),
+        )
+
+    def step(self, state: AMCVRPState, actions: torch.Tensor) -> AMCVRPState:
+        """Serve `actions`; `used_frac` adds the float32 demand fractions in visiting order, as
+        Kool et al.'s state does, so a model can see (and mask) the load exactly as in training."""
+        b, m = state.demands.shape
+        if bool(((actions < 0) | (actions >= m)).any()):
+            raise ValueError(f"AMCVRPEnv.step: an action is outside 0..{m - 1}.")
+        if not bool(am_cvrp_mask(state).gather(1, actions.view(-1, 1)).all()):
+            raise ValueError("AMCVRPEnv.step: an action is infeasible (visited, over capacity).")
+        rows = torch.arange(b, device=actions.device)
+        here, there = state.coords[rows, state.current], state.coords[rows, actions]
+        length = state.length + (there - here).norm(dim=-1).double()
+        at_depot = actions == 0
+        used = torch.where(at_depot, 0, state.used + state.demands[rows, actions])
+        frac = state.norm_demands[rows, actions]
+        used_frac = torch.where(at_depot, 0.0, state.used_frac + frac)
+        visited = state.visited.clone()
+        visited[rows, actions] = ~at_depot
+        done = visited[:, 1:].all(1)
+        back = (state.coords[:, 0] - there).norm(dim=-1).double()
+        length = length + torch.where(done & ~at_depot, back, 0.0)
+        return dataclasses.replace(
+            state, used=used, current=actions, visited=visited, length=length, used_frac=used_frac
+        )
+
+    def action_mask(self, state: AMCVRPState) -> torch.Tensor:
+        return am_cvrp_mask(state)
+
+    def is_done(self, state: AMCVRPState) -> torch.Tensor:
+        return state.visited[:, 1:].all(1)
+
+    def objective(self, state: AMCVRPState) -> torch.Tensor:
+        return -state.length
+
+    def max_steps(self, instances: CVRPInstances) -> int:
+        return 2 * instances.num_customers
+
+    def to_solution(self, instances: CVRPInstances, actions: list[int]) -> list[list[int]]:
+        """Routes of customer ids (1-based), split at the depot visits."""
+        routes: list[list[int]] = [[]]
+        for a in actions:
+            if a == 0:
+                routes.append([])
+            else:
+                routes[-1].append(int(a))
+        return [r for r in routes if r]
+
+    def augment(self, instances: CVRPInstances, code: torch.Tensor) -> CVRPInstances:
+        """Instances under the unit-square symmetries `code` Long[B] (0..7, 0 = identity)."""
+        depot = apply_symmetry(instances.depot.unsqueeze(1), code).squeeze(1)
+        return dataclasses.replace(
+            instances, depot=depot, locs=apply_symmetry(instances.locs, code)
+        )
+
+    def num_starts(self, instances: CVRPInstances) -> int:
+        """Distinct first customers (POMO multi-start): every customer."""
+        return instances.num_customers
+
+    def start(self, roots: AMCVRPState, index: torch.Tensor) -> AMCVRPState:
+        """Roots after the forced first customer `index + 1` (POMO's choice)."""
+        return self.step(roots, index + 1)
+
+    def started_actions(self, actions: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Full sequences: the first customer, then the decoded `actions` (pad rows stay pad)."""
+        first = torch.where(actions[:, 0] >= 0, index + 1, -1)
+        return torch.cat([first.view(-1, 1), actions], dim=1)
