@@ -106,9 +106,9 @@ def _solve_parallel(
                 except Exception as err:
                     raise RuntimeError(f"instance {index}: {err}") from err
                 record(index, result)
-                task = next(source, None)
-                if task is not None:
-                    pending[pool.submit(solve_one, task)] = task[2]
+                following = next(source, None)
+                if following is not None:
+                    pending[pool.submit(solve_one, following)] = following[2]
 
 
 def run(cfg: DictConfig) -> Results:
@@ -152,7 +152,7 @@ def run(cfg: DictConfig) -> Results:
         ]
     names = None
     if all(d.names is not None for d in originals):
-        names = [n for d in originals for n in d.names]
+        names = [n for d in originals for n in d.names or ()]
     metrics = [d.metric or "EUCLIDEAN" for d in originals for _ in range(len(d))]
     proven = [r.optimal for r in ordered if r.optimal is not None]
     bounds = [r.bound for r in ordered]

@@ -153,7 +153,7 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray], compress: bool = False) 
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
     os.close(fd)
     try:
-        (np.savez_compressed if compress else np.savez)(tmp, **arrays)
+        (np.savez_compressed if compress else np.savez)(tmp, allow_pickle=False, **arrays)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:

@@ -178,8 +178,6 @@ def _shared_references(name: str, spec: GeneratedSet, num: int) -> list[tuple[np
 def _reader(path: Path, problem: str | None) -> str:
     """The problem whose reader takes `path`: `problem`, else by suffix / .npz fields."""
     if problem is not None:
-        if get_problem(problem).read is None:
-            raise ValueError(f"{path}: problem {problem} has no dataset files.")
         return problem
     suffix = path.suffix.lower()
     keys: set[str] = set()
@@ -277,8 +275,10 @@ def load_dataset(
     text = str(data)
     path = Path(text)
     if path.is_file():
-        found = _reader(path, problem)
-        return get_problem(found).read(path).require(get_problem(found).fields)
+        spec = get_problem(_reader(path, problem))
+        if spec.read is None:
+            raise ValueError(f"{path}: problem {spec.name} has no dataset files.")
+        return spec.read(path).require(spec.fields)
     dataset = None
     if text in _generated_sets():
         kind, arrays = _cached(text, cache_dir)

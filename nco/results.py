@@ -207,9 +207,10 @@ def format_table(results: Results, max_rows: int | None = 50) -> str:
 
     With more than `max_rows` instances only the first `max_rows` rows are shown.
     """
-    gaps = results.gaps or [None] * results.num_instances
-    refs = results.references or [None] * results.num_instances
-    times = results.times_s or [None] * results.num_instances
+    none: list[float | None] = [None] * results.num_instances
+    gaps = results.gaps or none
+    refs = results.references or none
+    times: list[float | None] = list(results.times_s) if results.times_s else none
     names = results.names or [str(i) for i in range(results.num_instances)]
     width = max([8, *(len(n) for n in names)])
     header = f"{'Instance':<{width}} {'Cost':>12} {'Ref':>12} {'Gap %':>9} {'Time':>9}"
@@ -217,9 +218,10 @@ def format_table(results: Results, max_rows: int | None = 50) -> str:
     lines.append("-" * len(header))
     shown = range(results.num_instances if max_rows is None else min(max_rows, len(names)))
     for i in shown:
+        gap = gaps[i]
         lines.append(
             f"{names[i]:<{width}} {results.objectives[i]:>12.6f} {_fmt(refs[i], 12, 6)} "
-            f"{_fmt(None if gaps[i] is None else 100 * gaps[i], 9, 3)} {_fmt(times[i], 9, 2)}"
+            f"{_fmt(None if gap is None else 100 * gap, 9, 3)} {_fmt(times[i], 9, 2)}"
         )
     if len(shown) < results.num_instances:
         lines.append(f"... ({results.num_instances - len(shown)} more)")

@@ -99,7 +99,10 @@ def solve_with_checkpoint(
     """Decode one (scaled) instance with the checkpoint's policy and `cfg.search`."""
     if problem.to_solution is None:
         raise ValueError(f"nco-solve: problem {problem.name} has no `to_solution`.")
-    search = search_config(OmegaConf.to_container(cfg.search, resolve=True))
+    raw = OmegaConf.to_container(cfg.search, resolve=True)
+    if not isinstance(raw, dict):
+        raise ValueError(f"nco-solve: expected `search` to be a mapping, got {raw!r}.")
+    search = search_config({str(k): v for k, v in raw.items()})
     arrays = {k: np.asarray(v)[None] for k, v in scaled.items()}
     instances = to_instances(loaded.env, arrays, str(cfg.instance))
     settings = configure_policy(

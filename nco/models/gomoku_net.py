@@ -23,6 +23,8 @@ norm makes outputs depend on the batch in training mode; decode in eval mode.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -43,9 +45,11 @@ class ConvBN(nn.Sequential):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.training:
             return super().forward(x)
-        conv, norm = self[0], self[1]
-        scale = norm.weight * torch.rsqrt(norm.running_var + norm.eps)
-        bias = norm.bias - norm.running_mean * scale
+        conv, norm = cast(nn.Conv2d, self[0]), cast(nn.BatchNorm2d, self[1])
+        mean, var = norm.running_mean, norm.running_var
+        assert mean is not None and var is not None  # BatchNorm2d tracks them by default
+        scale = norm.weight * torch.rsqrt(var + norm.eps)
+        bias = norm.bias - mean * scale
         if conv.bias is not None:
             bias = bias + conv.bias * scale
         return F.conv2d(x, conv.weight * scale.view(-1, 1, 1, 1), bias, padding=conv.padding)
@@ -117,7 +121,7 @@ class GomokuNet(nn.Module):
             ConvBN(channels, head_channels, 1, bias=bias), nn.ReLU(inplace=True), nn.Flatten()
         )
         if head_hidden > 0:
-            self.mlp = nn.Sequential(
+            self.mlp: nn.Module = nn.Sequential(
                 nn.Linear(head_channels * cells, head_hidden), nn.LayerNorm(head_hidden), nn.ReLU()
             )
             self.logits = nn.Linear(head_hidden, cells)
@@ -128,7 +132,8 @@ class GomokuNet(nn.Module):
             nn.init.zeros_(self.logits.weight)
             nn.init.zeros_(self.logits.bias)
         # Channels-last convolutions: faster inference on a CPU (docs/performance.md).
-        self.to(memory_format=torch.channels_last)
+        # torch's stubs omit Module.to's memory_format overload, which it accepts at runtime.
+        self.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def planes(self, state: GomokuState) -> torch.Tensor:
         """Float (B, 2, N, N) in the model's dtype: own stones, opponent stones."""

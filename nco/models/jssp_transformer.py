@@ -50,6 +50,8 @@ class JSSPTransformer(nn.Module):
     shifted by the minimum over unfinished jobs and 0 for finished ones, head without bias).
     """
 
+    slopes: torch.Tensor  # (heads,) ALiBi slopes, a non-persistent buffer
+
     def __init__(
         self,
         dim: int = 64,
