@@ -12,7 +12,7 @@ from nco.problems.cvrp.augment import reverse_routes, sort_routes
 from nco.problems.cvrp.generator import MAX_DEMAND, default_capacity, generate
 from nco.problems.cvrp.subproblems import sample_subproblems
 from nco.problems.cvrp.types import CVRPInstances, CVRPState
-from nco.problems.tsp.augment import random_augment
+from nco.problems.tsp.augment import apply_symmetry, random_augment
 
 
 def action_mask(state: CVRPState) -> torch.Tensor:
@@ -125,6 +125,26 @@ class CVRPEnv(Env[CVRPInstances, CVRPState]):
 
     def max_steps(self, instances: CVRPInstances) -> int:
         return instances.num_customers
+
+    def augment(self, instances: CVRPInstances, code: torch.Tensor) -> CVRPInstances:
+        """Instances under the unit-square symmetries `code` Long[B] (search.augment)."""
+        depot = apply_symmetry(instances.depot.unsqueeze(1), code).squeeze(1)
+        return dataclasses.replace(
+            instances, depot=depot, locs=apply_symmetry(instances.locs, code)
+        )
+
+    def num_starts(self, instances: CVRPInstances) -> int:
+        """Distinct first customers (search.starts): every customer."""
+        return instances.num_customers
+
+    def start(self, roots: CVRPState, index: torch.Tensor) -> CVRPState:
+        """Roots after driving from the depot to customer `index + 1` first."""
+        return self.step(roots, 2 * index + 1)
+
+    def started_actions(self, actions: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """The first move, then the decoded `actions` (pad rows stay pad)."""
+        first = torch.where(actions[:, 0] >= 0, 2 * index + 1, -1)
+        return torch.cat([first.view(-1, 1), actions], dim=1)
 
     def training_batch(
         self,

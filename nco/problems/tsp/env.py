@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from nco.env import Env
-from nco.problems.tsp.augment import random_augment
+from nco.problems.tsp.augment import apply_symmetry, random_augment
 from nco.problems.tsp.generator import generate
 from nco.problems.tsp.types import TSPInstances, TSPState
 
@@ -76,6 +76,29 @@ class TSPEnv(Env[TSPInstances, TSPState]):
 
     def max_steps(self, instances: TSPInstances) -> int:
         return instances.coords.shape[1] - 1
+
+    def augment(self, instances: TSPInstances, code: torch.Tensor) -> TSPInstances:
+        """Instances under the unit-square symmetries `code` Long[B] (search.augment)."""
+        return TSPInstances(coords=apply_symmetry(instances.coords, code))
+
+    def num_starts(self, instances: TSPInstances) -> int:
+        """Distinct start nodes of a tour (search.starts): every node."""
+        return instances.coords.shape[1]
+
+    def start(self, roots: TSPState, index: torch.Tensor) -> TSPState:
+        """Roots whose tour starts and ends at node `index` instead of node 0 (a rotation)."""
+        b, n, _ = roots.coords.shape
+        nodes = torch.arange(n, device=index.device).expand(b, n)
+        remaining = nodes[nodes != index.view(-1, 1)].view(b, n - 1)
+        return TSPState(roots.coords, index, index, remaining, roots.length)
+
+    def started_actions(self, actions: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """The tour `index`, `actions` rotated to start at node 0, less that 0 (pad rows stay)."""
+        tour = torch.cat([index.view(-1, 1), actions], dim=1)
+        n = tour.shape[1]
+        at = (tour == 0).long().argmax(1, keepdim=True)
+        rotated = tour.gather(1, (at + torch.arange(n, device=tour.device)) % n)[:, 1:]
+        return torch.where(actions[:, :1] >= 0, rotated, actions)
 
     def training_batch(
         self,
