@@ -48,8 +48,10 @@ def arm_table(study: Study, tests: dict[str, dict[str, dict]]) -> list[str]:
             mark = " (stale)" if t["stale"] else ""
             if len(sizes[decoder]) > 1:
                 mark += f" (on {t['num_instances']})"
+            gap = t["mean_gap"]  # None: a test set without references
+            shown = "-" if gap is None else f"{gap:.3f}"
             arms.setdefault(method, {}).setdefault(decoder, []).append(
-                (f"s{seed} {t['mean_gap']:.3f}{mark}", t["mean_gap"])
+                (f"s{seed} {shown}{mark}", gap)
             )
     counts = {d: "/".join(map(str, sorted(sizes[d]))) for d in decoders}
     rows = [
@@ -62,7 +64,8 @@ def arm_table(study: Study, tests: dict[str, dict[str, dict]]) -> list[str]:
         cells = []
         for decoder in decoders:
             seeds = arms[method].get(decoder, [])
-            avg = sum(g for _, g in seeds) / len(seeds) if seeds else float("nan")
+            gaps = [g for _, g in seeds if g is not None]
+            avg = sum(gaps) / len(gaps) if gaps else float("nan")
             cells.append(", ".join(s for s, _ in seeds) + f"; **{avg:.3f}**" if seeds else "-")
         rows.append(f"| {method.upper()} | " + " | ".join(cells) + " |")
     return rows

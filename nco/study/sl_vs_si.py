@@ -94,7 +94,7 @@ def study_config(study: Study) -> DictConfig:
     from hydra import compose, initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        overrides = [f"experiment={study.spec.experiment}", "out_dir=x"]
+        overrides = [f"experiment={study.spec.experiment}", *study.spec.overrides, "out_dir=x"]
         return compose("train", overrides=overrides)
 
 
@@ -167,7 +167,8 @@ def train_args(study: Study, method: str, seed: int, max_epochs: int | None) -> 
     p_min, as the arm itself would go on, instead of the schedule's first value."""
     spec = study.spec
     folder = study.run_dir(method, seed)
-    args = [f"experiment={spec.experiment}", *spec.arms[method].overrides, f"seed={seed}"]
+    args = [f"experiment={spec.experiment}", *spec.overrides, *spec.arms[method].overrides]
+    args.append(f"seed={seed}")
     if method == "sl":
         args.append(f"sl_data={study.ws.root / spec.sl_data}")
     base = run_start(folder)
@@ -375,7 +376,8 @@ def finetune_args(study: Study, setup: dict, name: str = FINETUNE) -> list[str]:
     folder = study.finetune_dir(name)
     record = folder / "finetune.json"
     sizes = json.loads(record.read_text()).get("model", {}) if record.is_file() else {}
-    args = [f"experiment={study.spec.experiment}", *study.spec.arms[setup["method"]].overrides]
+    args = [f"experiment={study.spec.experiment}", *study.spec.overrides]
+    args += study.spec.arms[setup["method"]].overrides
     args += [f"model.{key}={value}" for key, value in sizes.items()]
     if setup["method"] == "sl":
         args.append(f"sl_data={study.ws.root / setup['sl_data']}")

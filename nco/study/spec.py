@@ -72,6 +72,7 @@ class SlVsSi:
 
     name: str
     experiment: str
+    overrides: list[str]  # nco-train overrides of every run after the experiment (may be [])
     sl_data: str
     expert: str
     test: str
@@ -161,6 +162,7 @@ def load_study(study: str) -> SlVsSi | EpochsToTarget:
         return SlVsSi(
             name=name,
             experiment=data["experiment"],
+            overrides=[str(o) for o in data.get("overrides") or []],
             sl_data=data["sl_data"],
             expert=data["expert"],
             test=data["test"],
