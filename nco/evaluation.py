@@ -35,6 +35,7 @@ from nco.problem import Problem
 from nco.registry import problem_of_env
 from nco.results import Results, format_table, write_results
 from nco.scoring import score
+from nco.search.adaptive import recording
 
 
 def resolve_datasets(
@@ -93,16 +94,20 @@ def evaluate_dataset(
     if batch_size is None:
         batch_size = search.get("batch_size") or len(dataset)
     start = time.perf_counter()
-    sequences, objective = decode_best(
-        loaded.policy,
-        loaded.env,
-        instances,
-        search,
-        int(batch_size),
-        int(cfg.seed),
-        bool(cfg.get("progress", True)),
-    )
+    with recording() as logs:  # per-round statistics of search.adaptive (true or false)
+        sequences, objective = decode_best(
+            loaded.policy,
+            loaded.env,
+            instances,
+            search,
+            int(batch_size),
+            int(cfg.seed),
+            bool(cfg.get("progress", True)),
+        )
     wall = time.perf_counter() - start
+    anytime = None
+    for log in logs:
+        anytime = log if anytime is None else anytime.extend(log)
     natural = (loaded.env.cost(objective).numpy() * scales).tolist()
     if not all(math.isfinite(c) for c in natural):
         raise RuntimeError(f"nco-eval: {search['method']} left instances without a solution.")
@@ -125,6 +130,7 @@ def evaluate_dataset(
         "settings": settings,
         "batch_size": int(batch_size),
         "names": names,
+        "anytime": None if anytime is None else anytime.to_json(),
     }
 
 
@@ -162,6 +168,7 @@ def run(cfg: DictConfig) -> Results:
     if all(p["names"] is not None for p in parts):
         names = [n for p in parts for n in p["names"]]
     metrics = [d.metric for d in datasets]
+    anytime = [p["anytime"] for p in parts if p["anytime"] is not None]
     info: dict[str, Any] = {
         "checkpoint": str(path),
         "checkpoint_meta": loaded.meta,
@@ -181,6 +188,8 @@ def run(cfg: DictConfig) -> Results:
     }
     if skipped:
         info["skipped_files"] = [{"file": str(f), "reason": r} for f, r in skipped]
+    if anytime:
+        info["anytime"] = anytime[0] if len(anytime) == 1 else anytime
     if any(m is not None for m in metrics):
         info["metrics"] = [
             m or "EUCLIDEAN" for d, m in zip(datasets, metrics, strict=True) for _ in range(len(d))

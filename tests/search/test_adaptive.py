@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
 from toy_tree import FixedLogits, FlatEnv, TablePolicy, ToyEnv, ToyInstances, all_leaves
 
+from nco import checkpoint, evaluation
 from nco.decode import decode, decoder_kwargs
 from nco.env import Batch
+from nco.problems.tsp.io import save_tsp_npz
 from nco.search.adaptive import gumbeldore_adaptive, gumbeldore_rounds, recording
 from nco.search.counting import CountingPolicy
 
@@ -156,3 +164,38 @@ def test_bad_settings_are_refused(key: str, value: float) -> None:
     env, policy = ToyEnv(), TablePolicy()
     with pytest.raises(ValueError, match=key):
         gumbeldore_rounds(policy, env, env.generate(1), 2, 2, 0.1, adaptive=True, **{key: value})
+
+
+def test_nco_eval_writes_per_round_statistics(tmp_path) -> None:
+    """nco-eval with search=gumbeldore_adaptive puts the per-round statistics of every instance
+    (in chunks of 2) into the results JSON's info.anytime."""
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    model = OmegaConf.to_container(OmegaConf.load(configs / "model" / "bq_tsp_tiny.yaml"))
+    problem = OmegaConf.create({"problem": OmegaConf.load(configs / "problem" / "tsp.yaml")})
+    problem.problem.num_nodes = 8
+    torch.manual_seed(0)
+    problem_cfg = OmegaConf.to_container(problem, resolve=True)["problem"]
+    checkpoint.save(tmp_path / "best.pt", instantiate(model), model, problem_cfg)
+    coords = np.random.default_rng(0).uniform(size=(3, 8, 2))
+    save_tsp_npz(tmp_path / "tsp8.npz", coords, np.array([3.0, 3.0, 3.0]), "made up")
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        cfg = compose(
+            config_name="evaluate",
+            overrides=[
+                f"checkpoint={tmp_path / 'best.pt'}",
+                f"data={tmp_path / 'tsp8.npz'}",
+                f"out={tmp_path / 'r.json'}",
+                "progress=false",
+                "search=gumbeldore_adaptive",
+                "search.beam_width=2",
+                "search.rounds=2",
+                "batch_size=2",
+            ],
+        )
+    evaluation.run(cfg)
+    info = json.loads((tmp_path / "r.json").read_text())["info"]["anytime"]
+    assert 1 <= info["rounds"] <= 8 and len(info["rows"]) == info["rounds"]
+    for name in ("covered", "estimate", "stderr", "best", "nodes", "width"):
+        assert all(len(row) == 3 for row in info[name])
+    best = json.loads((tmp_path / "r.json").read_text())["objectives"]
+    assert info["best"][-1] == pytest.approx([-c for c in best])
