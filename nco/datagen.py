@@ -73,14 +73,14 @@ def make_custom(
     returns its status line. ValueError naming the field for a problem without a recipe, a
     size below 3 or a count below 1 (and the problem's own refusals, e.g. a CVRP size without
     a standard capacity)."""
-    makers = custom_makers()
-    if problem not in makers:
-        raise ValueError(f"problem: expected one of {makers}, got {problem!r}")
+    make = get_problem(problem).make_arrays if problem in problem_names() else None
+    if make is None:
+        raise ValueError(f"problem: expected one of {custom_makers()}, got {problem!r}")
     if size < 3 or count < 1:
         raise ValueError(f"expected size >= 3 and count >= 1, got {size} and {count}")
     path = out / f"custom_{problem}{size}_n{count}_seed{seed}.npz"
     if path.exists() and not force:
         return f"{path}  exists, kept (--force to overwrite)"
-    arrays = get_problem(problem).make_arrays(count, size, seed)
+    arrays = make(count, size, seed)
     save_npz(path, arrays)
     return f"{path}  written ({checksum(arrays)})"

@@ -9,8 +9,9 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from nco.study.curves import power_law, read_run
 from nco.study.parts import decode_command
@@ -55,7 +56,7 @@ def provenance(study: Study, name: str, train: dict, clip: float) -> dict:
     if not record.is_file():
         seed = int(name.rsplit("_s", 1)[1])
         args = shown_args(study, train_args(study, method, seed, None))
-        told = {
+        told: dict[str, Any] = {
             "training": per_epoch,
             "command": f"nco-study run --study {study.name} --seeds {seed} "
             f"(run {name}: nco-train {' '.join(args)})",
@@ -107,15 +108,18 @@ def earlier_stage(study: Study, init: dict) -> dict:
         if (study.folder / source.parent.name / ".hydra").is_dir():
             return stage(study, source.parent.name)
     earlier = init["manifest"] or {}
-    keep = ("problem", "training", "command", "run", "epochs_trained", "best_epoch")
-    keep += ("wall_time_h", "init")
+    keep = {"problem", "training", "command", "run", "epochs_trained", "best_epoch"}
+    keep |= {"wall_time_h", "init"}
     return {k: v for k, v in earlier.items() if k in keep or k.startswith("kool_")}
 
 
 def run_config(study: Study, name: str) -> dict:
     """A run's saved Hydra config, resolved section by section (others name Hydra's run-time
     resolvers)."""
-    saved = OmegaConf.load(study.folder / name / ".hydra" / "config.yaml")
+    path = study.folder / name / ".hydra" / "config.yaml"
+    saved = OmegaConf.load(path)
+    if not isinstance(saved, DictConfig):
+        raise ValueError(f"{path}: expected a mapping (the run's Hydra config).")
     return {
         k: OmegaConf.to_container(saved[k], resolve=True)
         for k in ("problem", "model", "training", "trainer", "search")

@@ -3,6 +3,7 @@ trend and test-set gaps), a learning-curve PNG and the test-set table per arm.""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -97,6 +98,8 @@ def read_finetunes(study: Study, runs: dict[str, dict]) -> dict[str, dict]:
     def place(name: str) -> None:
         """Set `name`'s start after its origin's best epoch, placing that origin first."""
         origin = origins.pop(name, None)  # popped: each is placed once, and cycles end
+        if origin is None:
+            return
         if origin in tunes:
             place(origin)
         run = runs.get(origin) or tunes.get(origin)
@@ -174,16 +177,20 @@ def plot(
     by_epoch = fig.add_subplot(grid[0, 0])
     by_time = fig.add_subplot(grid[0, 1], sharey=by_epoch)
     stages = fig.add_subplot(grid[1, :]) if tunes else None
-    shades = plt.get_cmap("Dark2").colors  # apart from the arms' tab: colors
-    for (name, tune), color in zip(tunes.items(), shades * len(tunes), strict=False):
+    dark = plt.get_cmap("Dark2")  # apart from the arms' colors
+    shades = itertools.cycle([dark(i) for i in range(dark.N)])
+    for (name, tune), shade in zip(tunes.items(), shades, strict=False):
         e0, h0 = tune["start"]["epoch"], tune["start"]["hours"]  # after the run it started from
-        by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], color=color, lw=1.4)
-        by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], color=color, lw=1.4)
+        by_epoch.plot([e0 + e for e in tune["epochs"]], tune["val_gap"], color=shade, lw=1.4)
+        by_time.plot([h0 + h for h in tune["hours"]], tune["val_gap"], color=shade, lw=1.4)
         grown = ", grown" if tune["start"]["grown"] else ""
         label = f"{name} ({tune['method'].upper()}{grown}) from {tune['start']['from']}"
         if tune["initial_val_gap"] is not None:
             label += f" ({tune['initial_val_gap']:.2f} %)"
-        stages.plot(tune["epochs"], tune["val_gap"], color=color, lw=1.2, marker=".", label=label)
+        if stages is not None:  # always, with fine-tunes
+            stages.plot(
+                tune["epochs"], tune["val_gap"], color=shade, lw=1.2, marker=".", label=label
+            )
     if stages is not None:
         label = f"{spec.target_name}, test set: {spec.target} %"
         stages.axhline(spec.target, color="gray", ls=":", label=label)
@@ -195,21 +202,16 @@ def plot(
         stages.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for name, r in runs.items():
         method, seed = name.rsplit("_s", 1)
-        style = dict(
-            color=COLORS.get(method, "gray"),
-            ls="-" if seed == "0" else "--",
-            lw=1.2,
-            label=f"{method.upper()} seed {seed}",
-        )
+        color, ls, label = COLORS.get(method, "gray"), "-" if seed == "0" else "--", method.upper()
         epochs, hours, gaps = r["epochs"], r["hours"], r["val_gap"]
         if "start" in r and r["initial_val_gap"] is not None:  # continued: its start at -1
             epochs, hours, gaps = [-1, *epochs], [0.0, *hours], [r["initial_val_gap"], *gaps]
-        by_epoch.plot(epochs, gaps, **style)
-        by_time.plot(hours, gaps, **style)
+        by_epoch.plot(epochs, gaps, color=color, ls=ls, lw=1.2, label=f"{label} seed {seed}")
+        by_time.plot(hours, gaps, color=color, ls=ls, lw=1.2, label=f"{label} seed {seed}")
     by_epoch.set(xlabel="epoch", ylabel="validation gap, greedy (%)", yscale="log")
     # plain numbers, not 10^k alone: 1..9 times each power of ten within a decade, else 1-2-5
     low, high = by_epoch.get_ylim()
-    subs = np.arange(1.0, 10.0) if high < 10 * low else (1.0, 2.0, 5.0)
+    subs = tuple(np.arange(1.0, 10.0).tolist()) if high < 10 * low else (1.0, 2.0, 5.0)
     by_epoch.yaxis.set_major_locator(ticker.LogLocator(subs=subs))
     by_epoch.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     by_epoch.yaxis.set_minor_formatter(ticker.NullFormatter())

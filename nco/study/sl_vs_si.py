@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig
 
@@ -430,7 +430,7 @@ def start_finetune(study: Study, name: str, init: str | None, setup: dict) -> No
     sizes, grown, _ = read_init(study, source)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, folder / "init.pt")
-    text = {
+    text: dict[str, Any] = {
         "study": study.name,
         "setup": setup,
         "init": {

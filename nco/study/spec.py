@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from nco.paths import CONFIG_DIR
 
@@ -123,13 +123,15 @@ def study_file(study: str) -> Path:
     return path
 
 
+def _kind(cfg: Any) -> Any:
+    """The `kind` field of a loaded study file (None when it is not a mapping)."""
+    return cfg.get("kind") if isinstance(cfg, DictConfig) else None
+
+
 def study_names(kind: str | None = None) -> list[str]:
     """The shipped studies (of `kind`, when given), by name."""
-    names = []
-    for path in sorted(STUDY_DIR.glob("*.yaml")):
-        if kind is None or OmegaConf.load(path).get("kind") == kind:
-            names.append(path.stem)
-    return names
+    paths = sorted(STUDY_DIR.glob("*.yaml"))
+    return [p.stem for p in paths if kind is None or _kind(OmegaConf.load(p)) == kind]
 
 
 def _require(cfg: Any, path: Path, keys: tuple[str, ...]) -> None:
@@ -144,7 +146,7 @@ def load_study(study: str) -> SlVsSi | EpochsToTarget:
     under its own. ValueError naming the file and field when one is missing or wrong."""
     path = study_file(study)
     own = OmegaConf.load(path)
-    kind = own.get("kind") if OmegaConf.is_dict(own) else None
+    kind = _kind(own)
     if kind not in KINDS:
         raise ValueError(f"{path}: field 'kind' is {kind!r}, expected one of {list(KINDS)}.")
     shared = STUDY_DIR / "kinds" / f"{kind}.yaml"
