@@ -22,6 +22,7 @@ from torch import nn
 from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
+from nco.search.policy_eval import rows_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +136,7 @@ class AttentionModel(nn.Module):
 
     def decode(self, states: Batch, cache: AMCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped logits (L, n) of the next node for `states`, reading cache rows `rows`."""
-        c = cache.index(rows)
+        c = rows_of(cache, rows)
         query = c.fixed + self.project_step(self.step_context(states, c.nodes))
         mask = self.feasible(states)
         l, d = query.shape

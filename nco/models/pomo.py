@@ -23,6 +23,7 @@ from torch import nn
 from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
+from nco.search.policy_eval import rows_of
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +116,7 @@ class POMOModel(nn.Module):
 
     def decode(self, states: Batch, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
-        c = cache.index(rows)
+        c = rows_of(cache, rows)
         mask = self.feasible(states)
         q = _heads(self.query(states, c.nodes).unsqueeze(1), self.num_heads)  # (L, H, 1, e)
         out = self.combine(_attend(q, c.key, c.val, mask.view(len(mask), 1, 1, -1)).squeeze(-2))

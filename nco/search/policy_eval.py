@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from nco.env import Batch, Env
+from nco.env import B, Batch, Env
 
 
 @dataclasses.dataclass
@@ -83,6 +83,16 @@ def encode(policy: torch.nn.Module, roots: Batch) -> Any:
     if not has_cache(policy):
         return None
     return policy.encode(roots)
+
+
+def rows_of(cache: B, rows: torch.Tensor) -> B:
+    """`cache.index(rows)`, without the copy when `rows` is every instance in order (greedy
+    decoding before any row finishes): the cache rows can be large (node embeddings)."""
+    if rows.numel() == cache.batch_size and bool(
+        (rows == torch.arange(rows.numel(), device=rows.device)).all()
+    ):
+        return cache
+    return cache.index(rows)
 
 
 def _call(
