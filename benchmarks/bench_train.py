@@ -20,7 +20,6 @@ and validation seconds from the metrics CSV.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import platform
 import statistics
@@ -39,6 +38,7 @@ from nco import registry
 from nco.env import Batch, Env
 from nco.hardware import bf16_fast
 from nco.paths import CONFIG_DIR
+from nco.runs import Run
 from nco.training import SelfImprovementModule
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}
@@ -172,13 +172,12 @@ def one_epoch(experiment: str, overrides: list[str], device: str) -> dict[str, A
         start = time.perf_counter()
         subprocess.run(cmd + overrides, check=True)
         wall = time.perf_counter() - start
-        with open(Path(tmp) / "logs" / "metrics.csv") as f:
-            rows = list(csv.DictReader(f))
-    merged = {k: v for row in rows for k, v in row.items() if v not in ("", None)}
+        keys = ("time/sampling_s", "time/training_s", "time/validation_s", "val/gap")
+        logged = Run(Path(tmp)).metrics(keys)  # the one epoch's value of each
     out: dict[str, Any] = {"wall_s": wall, "overrides": overrides}
-    for key in ("time/sampling_s", "time/training_s", "time/validation_s", "val/gap"):
-        if key in merged:
-            out[key.split("/")[1]] = float(merged[key])
+    for key, values in logged.items():
+        if values:
+            out[key.split("/")[1]] = list(values.values())[-1]
     return out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nco.runs import Run
 from nco.study.curves import power_law, read_run, summary
 from nco.study.sl_vs_si import Study, run_method, run_start, study_schedule
 from nco.study.spec import StudyError
@@ -80,7 +81,7 @@ def read_finetunes(study: Study, runs: dict[str, dict]) -> dict[str, dict]:
     origins: dict[str, str] = {}
     study_runs = Path(study.ws.shown(study.folder))  # as finetune.json records sources
     for folder in study.finetune_folders():
-        if not (folder / "logs" / "metrics.csv").is_file():
+        if not Run(folder).has_metrics():
             continue
         run = read_run(folder)
         if not run["epochs"]:  # started, nothing validated yet
