@@ -549,7 +549,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
         return FakeTrain(folder, [3.0, 2.0, 2.5])
 
     monkeypatch.setattr(sl_vs_si, "launch", launch)
-    monkeypatch.setattr(sl_vs_si, "git_commit", lambda: "abc")
+    monkeypatch.setattr(sl_vs_si, "git_commit", lambda checkout: "abc")
     monkeypatch.setattr(sl_vs_si, "read_init", lambda study, source: sl_vs_si.Init({}, None, 62))
     with pytest.raises(SystemExit, match="--init"):
         main(ws, ["finetune", "--study", "cvrp20"])
@@ -622,7 +622,7 @@ def test_finetune_by_imitation_trains_on_the_named_expert_data(
     """`--method sl` fine-tunes in mode sl on the study's expert data or `--sl-data`, records
     the file instead of a nucleus, and refuses missing data with the command that writes it."""
     mine = without_expert_data(tmp_path, "cvrp20", "data/generated/expert/none_such.npz")
-    monkeypatch.setattr(sl_vs_si, "git_commit", lambda: "abc")
+    monkeypatch.setattr(sl_vs_si, "git_commit", lambda checkout: "abc")
     monkeypatch.setattr(sl_vs_si, "read_init", lambda study, source: sl_vs_si.Init({}, None, 62))
     launched = []
 
@@ -674,7 +674,7 @@ def test_run_from_a_smaller_study_continues_each_arm_from_its_best(
         (ws.runs / "tsp20" / arm / "best.pt").write_bytes(arm.encode())
     monkeypatch.setattr(sl_vs_si, "read_init", lambda study, source: sl_vs_si.Init({}, None, 57))
     monkeypatch.setattr(sl_vs_si, "target_epochs", lambda study: 2)
-    monkeypatch.setattr(sl_vs_si, "git_commit", lambda: "abc")
+    monkeypatch.setattr(sl_vs_si, "git_commit", lambda checkout: "abc")
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     launched: dict[str, list[str]] = {}
 
@@ -748,7 +748,7 @@ def test_run_until_brings_every_run_to_that_epoch_and_stops(
 ) -> None:
     """`--until N` trains each run to N epochs (not the study length) and then returns."""
     monkeypatch.setattr(sl_vs_si, "target_epochs", lambda study: 200)
-    monkeypatch.setattr(sl_vs_si, "git_commit", lambda: "abc")
+    monkeypatch.setattr(sl_vs_si, "git_commit", lambda checkout: "abc")
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     FakeTrain(ws.runs / "tsp20" / "gd_s0", [5.0, 4.0])
     launched: list[tuple[str, list[str]]] = []
@@ -778,7 +778,7 @@ def test_a_study_schedule_decays_every_run_from_one_epoch(
 
     length = [1]  # the study's epochs: one at the constant rate, then one more
     monkeypatch.setattr(sl_vs_si, "target_epochs", lambda study: length[0])
-    monkeypatch.setattr(sl_vs_si, "git_commit", lambda: "abc")
+    monkeypatch.setattr(sl_vs_si, "git_commit", lambda checkout: "abc")
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
     launched: list[list[str]] = []
 
@@ -843,7 +843,7 @@ def test_finetune_of_a_grown_checkpoint_trains_its_sizes(
         return FakeTrain(folder, [3.0])
 
     monkeypatch.setattr(sl_vs_si, "launch", launch)
-    monkeypatch.setattr(sl_vs_si, "git_commit", lambda: "abc")
+    monkeypatch.setattr(sl_vs_si, "git_commit", lambda checkout: "abc")
     main(ws, ["finetune", "--study", "cvrp20", "--init", str(init), "--epochs", "1"])
     folder = ws.runs / "cvrp20" / "finetune"
     record = json.loads((folder / "finetune.json").read_text())
@@ -995,3 +995,16 @@ def test_the_script_runs_nco_study_with_the_checkout_as_root(tmp_path: Path) -> 
     assert proc.returncode != 0
     missing = SCRIPTS.parent / "data" / "reproduction" / "no_such_study_yet"
     assert f"nco-study report: {missing}: no runs yet" in proc.stderr
+
+
+def test_chunks_name_the_commit_of_the_code_they_run(tmp_path: Path) -> None:
+    """A chunk started in a checkout (e.g. a worktree kept for a long study) imports that
+    checkout's nco, so its commit is recorded; elsewhere the installed nco's."""
+    from nco.paths import SOURCE_ROOT
+
+    worktree = tmp_path / "worktree"
+    (worktree / "nco").mkdir(parents=True)
+    (worktree / "nco" / "__init__.py").touch()
+    assert chunks.code_checkout(worktree) == worktree
+    assert chunks.code_checkout(tmp_path) == SOURCE_ROOT
+    assert chunks.git_commit(tmp_path).startswith("nco ")  # not a git checkout

@@ -22,6 +22,13 @@ from nco.paths import SOURCE_ROOT
 CODE_FOLDERS = ("nco", "problems", "models", "configs")  # what a '+dirty' commit differs in
 
 
+def code_checkout(cwd: Path) -> Path:
+    """The checkout whose code a chunk started in `cwd` runs: `python -m nco.cli.train`
+    imports `cwd/nco` when there is one (e.g. a worktree kept for a long study), else the
+    installed nco."""
+    return cwd if (cwd / "nco" / "__init__.py").is_file() else SOURCE_ROOT
+
+
 def git_commit(checkout: Path = SOURCE_ROOT) -> str:
     """The commit of nco's source checkout, with '+dirty' when tracked code differs from it;
     `nco <version>` for an installed nco outside any checkout."""

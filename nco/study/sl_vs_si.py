@@ -28,7 +28,7 @@ from omegaconf import DictConfig
 
 from nco.paths import CONFIG_DIR
 from nco.runs import Run
-from nco.study.chunks import git_commit, launch, record_chunk
+from nco.study.chunks import code_checkout, git_commit, launch, record_chunk
 from nco.study.parts import checkpoint_epoch, decode_command, decode_in_parts, is_current
 from nco.study.spec import SlVsSi, StudyError, Workspace, load_sl_vs_si
 
@@ -356,7 +356,7 @@ def run_study(
                 chunk = train_args(study, m, s, upto)
                 folder = study.run_dir(m, s)
                 proc = launch(folder, chunk, threads, study.ws.root, study.ws.cache)
-                active[(m, s)] = (proc, done, time.time(), git_commit())
+                active[(m, s)] = (proc, done, time.time(), git_commit(code_checkout(study.ws.root)))
             time.sleep(5)
     finally:
         for (m, s), (proc, start, t0, commit) in active.items():
@@ -504,7 +504,7 @@ def finetune(
         return
     require_last_checkpoint(study, folder, start)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    commit, t0 = git_commit(), time.time()
+    commit, t0 = git_commit(code_checkout(study.ws.root)), time.time()
     args = finetune_args(study, setup, name)
     proc = launch(folder, args, threads or os.cpu_count() or 1, study.ws.root, study.ws.cache)
     try:
