@@ -118,3 +118,21 @@ def test_refusals_name_the_file_and_what_to_do(tmp_path: Path, study_file: Path)
     assert "study 'tsp7': expected one of" in proc.stderr and "'tsp20'" in proc.stderr
     proc = nco_study("report", "--study", "gomoku", cwd=tmp_path, ok=False)
     assert "gomoku.yaml: expected kind sl_vs_si" in proc.stderr
+
+
+def test_epochs_report_of_runs_so_far(tmp_path: Path) -> None:
+    """`nco-study epochs --study gomoku --report` reads the runs under <out>/runs (here two
+    3x3 runs: WR solved at epoch 2, GD censored at the cap of 2), writes <out>.json and .png
+    and prints the Markdown tables; relative --out is the current directory's."""
+    for name, wins in (("wr_seed0", [4, 9]), ("gd_seed0", [1, 2])):
+        metrics = tmp_path / "small" / "runs" / name / "logs" / "metrics.csv"
+        metrics.parent.mkdir(parents=True)
+        rows = [f"{e},{w},{9 - w}" for e, w in enumerate(wins)]
+        metrics.write_text("\n".join(["epoch,val/wins,val/draws", *rows]) + "\n")
+    report = ["epochs", "--study", "gomoku", "--board", "3", "--max-epochs", "2", "--report"]
+    printed = nco_study(*report, "--out", "small", cwd=tmp_path).stdout
+    assert "| wr | 0: 2 | 1 of 1 | 2.0 | 2.0 | 9 |" in printed
+    assert "| gd | 0: > 2 | 0 of 1 |  | censored | 2 |" in printed
+    summary = json.loads((tmp_path / "small.json").read_text())
+    assert summary["comparisons"]["wr vs gd"]["prob_faster"] == 1.0
+    assert (tmp_path / "small.png").stat().st_size > 0

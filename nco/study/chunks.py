@@ -57,7 +57,7 @@ def host() -> dict:
 def chunk_env(threads: int, cache: Path | None) -> dict[str, str]:
     """The environment of a chunk: its torch threads and, when given, the folder of cached
     validation references (`NCO_CACHE_DIR`; a study commits it, so that a restart on a fresh
-    machine does not solve its validation set again: 2-8 minutes of HGS per CVRP study)."""
+    machine does not solve its validation set again)."""
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     env["PYTHONWARNINGS"] = "ignore"
     if cache is not None:

@@ -3,7 +3,8 @@
 A study file names its `kind` (what `nco-study` does with it) and the facts of that kind:
 an SL-vs-SI study (`sl_vs_si`) its experiment, test set, expert data and the paper's target
 gap; an epochs-to-target study (`epochs_to_target`) its variants. What every study of a kind
-shares sits in `configs/study/kinds/<kind>.yaml` and is merged under the study's own keys.
+shares sits in `configs/study/kinds/<kind>.yaml`; the study's own keys merge over it (a list
+replaces, a mapping adds and replaces key by key).
 Paper constants live in these files with their source, not in code.
 """
 
