@@ -28,7 +28,7 @@ from nco.study import epochs as epochs_study
 from nco.study.provenance import ship
 from nco.study.report import report
 from nco.study.sl_vs_si import FINETUNE, Study, evaluate, finetune, run_study
-from nco.study.spec import StudyError, Workspace, load_epochs_to_target
+from nco.study.spec import StudyError, Workspace, load_epochs_to_target, study_names
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,8 +39,9 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = top.add_subparsers(dest="command", required=True)
     study = argparse.ArgumentParser(add_help=False)
+    shipped = ", ".join(study_names())
     study.add_argument(
-        "--study", required=True, help="configs/study/<name>.yaml name, or a .yaml file"
+        "--study", required=True, help=f"a shipped study ({shipped}) or a study .yaml file"
     )
 
     run = sub.add_parser("run", parents=[study], help="train the study's runs round-robin")
