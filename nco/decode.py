@@ -77,6 +77,26 @@ class StartedEnv(Env):
         return self.base.max_steps(instances)
 
 
+class SharedEncoding(nn.Module):
+    """`policy` seen by a decoder of instances repeated `k` times in a row: each instance is
+    encoded once and its copies read that encoding. Only for policies whose encoding depends on
+    the instance alone (`instance_encoding = True`), not on the state after a start."""
+
+    def __init__(self, policy: nn.Module, k: int) -> None:
+        super().__init__()
+        self.policy, self.k = policy, k
+
+    def encode(self, roots: Batch) -> Any:
+        firsts = torch.arange(0, roots.batch_size, self.k, device=roots.device)
+        return self.policy.encode(roots.index(firsts))
+
+    def decode(self, states: Batch, cache: Any, rows: torch.Tensor) -> torch.Tensor:
+        return self.policy.decode(states, cache, rows // self.k)
+
+    def forward(self, states: Batch) -> torch.Tensor:
+        return self.policy(states)
+
+
 def _copies(cfg: Mapping[str, Any], env: Env, instances: Batch) -> tuple[int, int]:
     """The checked `augment` and `starts` of a search config for `env` and `instances`."""
     augment, starts = int(cfg.get("augment") or 1), int(cfg.get("starts") or 1)
@@ -120,6 +140,8 @@ def _decode_copies(
         code = (torch.arange(n * copies, device=chunk.device) // (starts or 1)) % augment
         expanded = env.augment(expanded, code)
     run_env = env if starts is None else StartedEnv(env, starts)
+    if starts is not None and starts > 1 and getattr(policy, "instance_encoding", False):
+        policy = SharedEncoding(policy, starts)
     sols = fn(policy, run_env, expanded, **kwargs)
     actions = sols.actions
     if starts is not None:

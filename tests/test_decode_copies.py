@@ -94,3 +94,30 @@ def test_bad_settings_are_refused() -> None:
         decode(Nearest(), env, inst, {"method": "greedy", "augment": 9})
     with pytest.raises(ValueError, match="exceeds the 5 possible starts"):
         decode(Nearest(), env, inst, {"method": "greedy", "starts": 6})
+
+
+def test_starts_share_one_encoding_per_instance_copy() -> None:
+    """With `instance_encoding`, the K starts of an instance read one encoding; the search is
+    the one that encodes every start's root."""
+    from nco.models.pomo import POMOTSPPolicy
+
+    torch.manual_seed(0)
+    policy = POMOTSPPolicy(16, 4, 4, 2, 32).eval()
+    env = AMTSPEnv(7)
+    inst = env.generate(3, torch.Generator().manual_seed(6))
+    seen = []
+    original = policy.encode
+
+    def counting(roots):
+        seen.append(roots.batch_size)
+        return original(roots)
+
+    policy.encode = counting
+    cfg = {"method": "beam_search", "beam_width": 2, "starts": 7, "augment": 2}
+    shared = decode(policy, env, inst, cfg)
+    assert seen == [3 * 2]
+    policy.instance_encoding = False
+    every = decode(policy, env, inst, cfg)
+    assert seen == [6, 3 * 2 * 7]
+    assert torch.equal(shared.actions, every.actions)
+    assert torch.allclose(shared.objective, every.objective)

@@ -81,6 +81,8 @@ class EncoderLayer(nn.Module):
 class AttentionModel(nn.Module):
     """Shared AM encoder and decoder; subclasses give the node features and step context."""
 
+    instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
+
     node_dim: int = 2
     context_dim_extra: int = 0
 

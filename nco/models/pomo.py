@@ -77,6 +77,8 @@ class POMOEncoderLayer(nn.Module):
 class POMOModel(nn.Module):
     """Shared POMO encoder and decoder; subclasses give node features and the query."""
 
+    instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
+
     def __init__(
         self,
         embed_dim: int = 128,
