@@ -14,6 +14,7 @@ data/results/search/.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -139,10 +140,48 @@ def run(
     return out
 
 
+def per_round_gap(variant: dict[str, Any]) -> list[float]:
+    """Mean gap (%) of the best solution so far after every round (natural cost = -objective,
+    as in every env nco ships; the test sets here lie in the unit square, scale 1)."""
+    refs = np.asarray(variant["references"], dtype=float)
+    best = np.asarray(variant["anytime"]["best"], dtype=float)  # (rounds, N)
+    return [100 * float(np.mean((-row - refs) / refs)) for row in best]
+
+
+def reach(variant: dict[str, Any], target_gap: float) -> tuple[int | None, float | None]:
+    """First round whose mean gap is <= `target_gap` and the policy rows spent until then."""
+    for r, gap in enumerate(per_round_gap(variant)):
+        if gap <= target_gap + 1e-12:
+            return r + 1, float(variant["anytime"]["rows"][r])
+    return None, None
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """Markdown: each variant's gap and policy rows, and the rows each needs to reach the
+    fixed run's final mean gap (its per-round log), relative to the fixed run's rows."""
+    lines = [
+        "| problem (instances) | variant | mean gap % | policy rows | rows vs fixed "
+        "| sequences | rounds | rows to reach fixed's gap (share of fixed) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key, res in results.items():
+        fixed = res["variants"]["fixed"]
+        for name, v in res["variants"].items():
+            r, rows = reach(v, fixed["mean_gap"])
+            at = "not reached" if r is None else f"round {r}: {rows / fixed['policy_rows']:.0%}"
+            lines.append(
+                f"| {key} ({res['num_instances']}) | {name} | {v['mean_gap']:.3f} "
+                f"| {v['policy_rows']} | {v['policy_rows'] / fixed['policy_rows']:.0%} "
+                f"| {v['sequences']} | {v['anytime']['rounds']} | {at} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run, write JSON and the plot."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problem", choices=sorted(SETUPS), required=True)
+    parser.add_argument("--problem", choices=sorted(SETUPS))
+    parser.add_argument("--table", action="store_true", help="print the table of saved runs")
     parser.add_argument("--num", type=int, default=16, help="first N test instances")
     parser.add_argument("--beam-width", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=4)
@@ -152,6 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-mass", type=float, default=0.01)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.table:
+        paths = {k: OUT / f"adaptive_{k}.json" for k in SETUPS}
+        saved = {k: json.loads(p.read_text()) for k, p in paths.items() if p.exists()}
+        print(table(saved))
+        return 0
+    if args.problem is None:
+        print("--problem is required (or --table)", file=sys.stderr)
+        return 2
     for flag in ("num", "beam_width", "rounds", "chunk"):
         if getattr(args, flag) < 1:
             print(f"--{flag.replace('_', '-')} must be >= 1", file=sys.stderr)

@@ -14,6 +14,7 @@ rows (between the two widths around it). Writes JSON and a plot under data/resul
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -186,9 +187,10 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> Path:
                 "o-",
                 label="beam search",
             )
+            runs = sorted(res["ults"], key=lambda u: u["rows_per_instance"])
             ax.plot(
-                [u["rows_per_instance"] for u in res["ults"]],
-                [u[field] for u in res["ults"]],
+                [u["rows_per_instance"] for u in runs],
+                [u[field] for u in runs],
                 "s-",
                 label="ULTS",
             )
@@ -206,10 +208,35 @@ def plot(results: dict[str, dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def _saved() -> dict[str, dict[str, Any]]:
+    """The saved results of every problem run so far, by problem key."""
+    paths = {k: OUT / f"ults_{k}.json" for k in SETUPS}
+    return {k: json.loads(p.read_text()) for k, p in paths.items() if p.exists()}
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """Markdown table of every ULTS run beside beam search at equal mean policy rows."""
+    lines = [
+        "| problem | ULTS k_max, epsilon, samples | rows / instance | log-lik ULTS | log-lik beam "
+        "| difference | cost ULTS | cost beam |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key, res in results.items():
+        for u in sorted(res["ults"], key=lambda u: u["rows_per_instance"]):
+            lines.append(
+                f"| {key} | {u['k_max']}, {u['epsilon']:g}, {u['num_samples']} "
+                f"| {u['rows_per_instance']:.1f} | {u['mean_loglik']:.3f} "
+                f"| {u['beam_loglik_at_rows']:.3f} | {u['loglik_minus_beam']:+.3f} "
+                f"| {u['mean_cost']:.4g} | {u['beam_cost_at_rows']:.4g} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, run, write JSON (and, with every problem present, the plot)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problem", choices=sorted(SETUPS), required=True)
+    parser.add_argument("--problem", choices=sorted(SETUPS))
+    parser.add_argument("--table", action="store_true", help="print the table of saved runs")
     parser.add_argument("--num", type=int, default=16)
     parser.add_argument("--widths", type=int, nargs="+", default=[1, 2, 3, 4, 6, 8, 12, 16])
     parser.add_argument(
@@ -221,6 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prior-num", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.table:
+        print(table(_saved()))
+        print(f"plot: {plot(_saved(), OUT / 'ults_vs_beam.png')}")
+        return 0
+    if args.problem is None:
+        print("--problem is required (or --table)", file=sys.stderr)
+        return 2
     try:
         settings = [(int(k), float(e), int(n)) for k, e, n in (s.split(",") for s in args.settings)]
     except ValueError:
@@ -239,14 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     path = write_json(res, OUT / f"ults_{args.problem}.json")
     print(f"written {path}")
-    import json
-
-    done = {
-        k: json.loads((OUT / f"ults_{k}.json").read_text())
-        for k in SETUPS
-        if (OUT / f"ults_{k}.json").exists()
-    }
-    print(f"plot: {plot(done, OUT / 'ults_vs_beam.png')}")
+    print(f"plot: {plot(_saved(), OUT / 'ults_vs_beam.png')}")
     return 0
 
 
