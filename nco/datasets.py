@@ -14,7 +14,7 @@ this module names none):
 
 A folder of library files (`.tsp`, `.vrp`) is one dataset per file (`load_datasets`).
 
-References computed by scripts/compute_references.py live in data/references/ and may cover only
+References computed by nco-references live in data/references/ and may cover only
 some instances: `references` is then NaN for the others, and gaps are taken where present. When
 several sources cover an instance, the smallest cost (the best known) is its reference.
 """
@@ -270,7 +270,7 @@ def load_dataset(
     `problem`, when given, must match the set; for files it picks the reader (others are found
     by suffix, .npz files by their fields). Generated sets are cached in `cache_dir`
     (data/generated/); their references come from ../shared/data/reference/ (published) and
-    data/references/ (computed by scripts/compute_references.py), the smallest per instance.
+    data/references/ (computed by nco-references), the smallest per instance.
     """
     text = str(data)
     path = Path(text)

@@ -60,7 +60,7 @@ class Problem:
         dataset: any other named set (e.g. "taillard:ta01") -> Dataset, or None if not its.
         dataset_hint: examples of `dataset` names, for error messages.
         make_arrays: (count, size, seed) -> a dataset's arrays by the named sets' recipe
-            (scripts/make_datasets.py --custom).
+            (nco-data generate --custom).
         solvers: classical baselines, name -> `nco.solver.Solver`.
         to_solution: (env, instances [1], actions) -> the natural solution (tour, routes, ...).
         solution_field: the solution's key in nco-solve's JSON ("tour").
