@@ -1,0 +1,36 @@
+"""The imported AM / POMO checkpoints shipped under data/checkpoints decode the first Kool
+test instances to the costs the authors' own code gives (benchmarks/light_vs_reference.py:
+attention-learn-to-route and AMDKD-POMO on the same instances)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from nco.datasets import load_dataset
+from nco.decode import decode
+from nco import checkpoint
+from nco.inference import check_checkpoint, to_instances
+from nco.paths import DATA_DIR
+
+CASES = [  # (name, dataset, search keys, the authors' costs of the first three instances)
+    ("am_tsp100", "kool:tsp100_test", {}, [7.612543, 8.537844, 8.047481]),
+    ("am_cvrp100", "kool:cvrp100_test", {}, [15.395426, 15.641644, 15.333864]),
+    ("pomo_tsp100", "kool:tsp100_test", {"starts": 1}, [7.837987, 8.491902, 8.016989]),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "keys", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_shipped_light_checkpoint_gives_the_authors_costs(name, data, keys, expected) -> None:
+    torch.set_num_threads(1)
+    folder = DATA_DIR / "checkpoints" / name
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["licence"] == "MIT" and (folder / "LICENSE").is_file()
+    loaded = checkpoint.load(check_checkpoint(f"shipped:{name}", "test"))
+    head = load_dataset(data).head(3)
+    instances = to_instances(loaded.env, head.arrays, head.name)
+    sols = decode(loaded.policy, loaded.env, instances, {"method": "greedy", **keys})
+    cost = loaded.env.cost(sols.best().objective)
+    assert torch.allclose(cost, torch.tensor(expected, dtype=cost.dtype), atol=2e-5)
