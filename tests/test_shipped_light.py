@@ -9,9 +9,9 @@ import json
 import pytest
 import torch
 
+from nco import checkpoint
 from nco.datasets import load_dataset
 from nco.decode import decode
-from nco import checkpoint
 from nco.inference import check_checkpoint, to_instances
 from nco.paths import DATA_DIR
 
