@@ -91,6 +91,13 @@ def _check(
         raise ValueError(f"Expected max_width >= beam_width ({beam_width}), got {max_width!r}.")
 
 
+def _root_mass(trie: Trie, roots: torch.Tensor) -> torch.Tensor:
+    """Unsampled log-mass rows (float64) of the trie nodes `roots`."""
+    if trie.logmass is None:
+        raise RuntimeError("Trie without storage.")
+    return trie.logmass[roots].to(torch.float64)
+
+
 def _new_nodes(path: torch.Tensor, before: int) -> torch.Tensor:
     """Per instance, the distinct trie nodes >= `before` on its leaves' paths (g, k, T)."""
     g = path.shape[0]
@@ -166,14 +173,14 @@ def gumbeldore_rounds(
     stderr = torch.full((n,), torch.nan, dtype=torch.float64, device=dev)
     nodes = torch.zeros(n, dtype=torch.long, device=dev)
     log = anytime.AnytimeLog()
-    parts: list[tuple[Leaves, torch.Tensor]] = []
+    parts: list[Solutions] = []
     r = 0
     while r < max_rounds and bool((width > 0).any()) and spent < budget:
         round_p = schedule[min(r, rounds - 1)]
         root_key = gumbel((n,), generator, dev)
         known_root = root_nodes >= 0
         if bool(known_root.any()):
-            mass = torch.logsumexp(trie.logmass[root_nodes[known_root]], dim=1)
+            mass = torch.logsumexp(_root_mass(trie, root_nodes[known_root]), dim=1)
             root_key[known_root] = torch.where(mass > -torch.inf, root_key[known_root], -torch.inf)
         chance = torch.ones(n, dtype=torch.float64, device=dev)
         round_parts = []
@@ -194,6 +201,8 @@ def gumbeldore_rounds(
                 root_nodes=root_nodes[idx],
                 sigma=shift,
             )
+            if leaves.path is None:
+                raise RuntimeError("run_round with a trie returned no paths.")
             first = leaves.path[:, 0, 0]
             root_nodes[idx] = torch.where(
                 (root_nodes[idx] < 0) & (first >= 0), first, root_nodes[idx]
@@ -223,7 +232,7 @@ def gumbeldore_rounds(
         r += 1
         exhausted = root_nodes >= 0
         if bool(exhausted.any()):
-            mass = torch.logsumexp(trie.logmass[root_nodes[exhausted]].to(torch.float64), dim=1)
+            mass = torch.logsumexp(_root_mass(trie, root_nodes[exhausted]), dim=1)
             exhausted[exhausted.clone()] = mass == -torch.inf
         if not adaptive:
             continue

@@ -194,37 +194,41 @@ class _Tree:
 
     def __init__(self, k: int, samples: int, dev: torch.device) -> None:
         self.k, self.s, self.dev, self.cap = k, samples, dev, 0
-        self.parent = self.pslot = self.depth = self.inst = self.row = self.act = None
-        self.logc = self.slot_act = self.slot_logc = self.kind = self.slot_v = self.best = None
-        self.leaf_obj = None
+
+        def empty(dtype: torch.dtype, *shape: int) -> torch.Tensor:
+            return torch.empty((0, *shape), dtype=dtype, device=dev)
+
+        self.parent = empty(torch.long)  # parent node, -1 at a root
+        self.pslot = empty(torch.long)  # slot of this node among its parent's children
+        self.depth = empty(torch.long)
+        self.inst = empty(torch.long)  # instance of the node
+        self.row = empty(torch.long)  # row of the node's state in the store of its depth
+        self.act = empty(torch.long)  # action from the parent, -1 at a root
+        self.logc = empty(torch.float64)  # path log-likelihood
+        self.best = empty(torch.long)  # slot the acquisition picks
+        self.slot_act = empty(torch.long, k)
+        self.slot_logc = empty(torch.float64, k)
+        self.kind = empty(torch.int8, k)  # OPEN, LEAF or CLOSED
+        self.leaf_obj = empty(torch.float64, k)  # objective where the slot is a leaf
+        self.slot_v = empty(torch.float32, k, samples)  # posterior samples of the child
 
     def grow(self, size: int) -> None:
+        """Room for `size` nodes (new rows hold the defaults of an empty slot)."""
         if size <= self.cap:
             return
         cap = max(size, 2 * self.cap, 64)
-        k, s, dev = self.k, self.s, self.dev
 
-        def g(
-            old: torch.Tensor | None, fill: float, dtype: torch.dtype, *shape: int
-        ) -> torch.Tensor:
-            new = torch.full((cap, *shape), fill, dtype=dtype, device=dev)
-            if old is not None:
-                new[: old.shape[0]] = old
+        def g(old: torch.Tensor, fill: float) -> torch.Tensor:
+            new = torch.full((cap, *old.shape[1:]), fill, dtype=old.dtype, device=self.dev)
+            new[: old.shape[0]] = old
             return new
 
-        self.parent = g(self.parent, -1, torch.long)
-        self.pslot = g(self.pslot, -1, torch.long)
-        self.depth = g(self.depth, 0, torch.long)
-        self.inst = g(self.inst, 0, torch.long)
-        self.row = g(self.row, 0, torch.long)
-        self.act = g(self.act, -1, torch.long)
-        self.logc = g(self.logc, 0.0, torch.float64)
-        self.best = g(self.best, 0, torch.long)
-        self.slot_act = g(self.slot_act, 0, torch.long, k)
-        self.slot_logc = g(self.slot_logc, -math.inf, torch.float64, k)
-        self.kind = g(self.kind, CLOSED, torch.int8, k)
-        self.leaf_obj = g(self.leaf_obj, -math.inf, torch.float64, k)
-        self.slot_v = g(self.slot_v, -math.inf, torch.float32, k, s)
+        self.parent, self.pslot = g(self.parent, -1), g(self.pslot, -1)
+        self.depth, self.inst, self.row = g(self.depth, 0), g(self.inst, 0), g(self.row, 0)
+        self.act, self.logc, self.best = g(self.act, -1), g(self.logc, 0.0), g(self.best, 0)
+        self.slot_act, self.slot_logc = g(self.slot_act, 0), g(self.slot_logc, -math.inf)
+        self.kind, self.leaf_obj = g(self.kind, CLOSED), g(self.leaf_obj, -math.inf)
+        self.slot_v = g(self.slot_v, -math.inf)
         self.cap = cap
 
 
