@@ -37,6 +37,7 @@ from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, seeded_g
 from nco.env import Batch, Env
 from nco.search.solutions import Best, Solutions
 from nco.training.buffer import TrajectoryBuffer
+from nco.training.trajectories import TrajectoryBatches, check_imitation
 
 MODES = ("si", "sl")
 TIE_BREAKS = ("first", "random")
@@ -161,6 +162,10 @@ class TrajectoryDataModule(L.LightningDataModule):
     sample_policy
         "best" (Algorithm 1) or "trained": the trained policy decodes the epoch's instances and
         the buffer holds only that epoch's trajectories (the Gumbeldore authors' Gomoku setup).
+    imitation, augment
+        "subtrajectories" (batches of `env.training_batch` states) or "trajectories" (batches
+        of `batch_size` whole trajectories, each under a random env symmetry with `augment`;
+        nco.training.trajectories).
     """
 
     def __init__(
@@ -183,8 +188,11 @@ class TrajectoryDataModule(L.LightningDataModule):
         fixed_instances: Batch | None = None,
         tie_break: str = "first",
         sample_policy: str = "best",
+        imitation: str = "subtrajectories",
+        augment: bool = True,
     ) -> None:
         super().__init__()
+        check_imitation(imitation)
         if mode not in MODES:
             raise ValueError(f"train config: unknown mode {mode!r}; expected one of {MODES}.")
         if mode == "si" and (sampler is None or search is None):
@@ -230,6 +238,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.fixed_instances = fixed_instances
         self.tie_break = tie_break
         self.sample_policy = sample_policy
+        self.imitation, self.augment = imitation, augment
         refs = val_references
         if refs is None:
             refs = torch.full((val_instances.batch_size,), float("nan"), dtype=torch.float64)
@@ -321,13 +330,12 @@ class TrajectoryDataModule(L.LightningDataModule):
         if len(self.buffer) == 0:
             raise ValueError("train config: the trajectory buffer is empty.")
         rank, _ = self._rank()
-        batches = SubTrajectoryBatches(
-            self.env,
-            self.buffer.groups,
-            self.batches_per_epoch,
-            self.batch_size,
-            derive_seed(self.seed, epoch, TRAIN, rank),
-        )
+        seed = derive_seed(self.seed, epoch, TRAIN, rank)
+        groups, num, size = self.buffer.groups, self.batches_per_epoch, self.batch_size
+        if self.imitation == "trajectories":
+            batches = TrajectoryBatches(self.env, groups, num, size, seed, self.augment)
+        else:
+            batches = SubTrajectoryBatches(self.env, groups, num, size, seed)
         return DataLoader(batches, batch_size=None, collate_fn=_identity)
 
     def val_dataloader(self) -> DataLoader:

@@ -143,6 +143,8 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         fixed_instances=fixed_instance_set(env) if tcfg.get("fixed_instances") else None,
         tie_break=tie_break,
         sample_policy=str(tcfg.get("sample_policy", "best")),
+        imitation=str(tcfg.get("imitation", "subtrajectories")),
+        augment=bool(tcfg.get("augment", True)),
     )
     stop = tcfg.get("stop_objective")
     module = SelfImprovementModule(
@@ -154,6 +156,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         ema_decay=None if tcfg.get("ema_decay") is None else float(tcfg.ema_decay),
         warmup_steps=int(tcfg.get("warmup_steps", 0)),
         lr_decay_from=int(tcfg.get("lr_decay_from", 0)),
+        imitation=str(tcfg.get("imitation", "subtrajectories")),
     )
     meta = {
         "mode": cfg.mode,

@@ -1,0 +1,118 @@
+"""Teacher-forced imitation of whole trajectories, for policies with a cached encoding.
+
+The default imitation (`SubTrajectoryBatches` -> `env.training_batch` -> `policy(states)`)
+draws one random prefix per trajectory and calls the policy on it, so a light-decoder policy
+(AM, POMO) re-encodes the whole instance for every sub-trajectory it learns from. Here each
+instance is encoded once (`policy.encode`), the env is stepped along the expert's actions, and
+the decoder (`policy.decode(states, cache, rows)`) scores every step; the loss is the
+cross-entropy over feasible actions, averaged over every step of every trajectory. With
+trajectories of equal length this is the mean of the per-prefix losses of the default way over
+all prefix lengths (tests/training/test_trajectories.py checks it), at one encoder pass per
+trajectory instead of one per prefix.
+
+Selected by `training.imitation: trajectories`; `training.batch_size` then counts whole
+trajectories per optimizer step, and `training.augment` (default on) applies a uniformly random
+solution-preserving symmetry per trajectory where the env has some (`env.augment(instances,
+code)` with codes below `env.num_augmentations()`: the unit square's eight in the AM-form TSP
+and CVRP envs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import IterableDataset
+
+from nco.env import Batch, Env
+from nco.search.policy_eval import has_cache
+
+IMITATIONS = ("subtrajectories", "trajectories")
+
+
+def check_imitation(imitation: str, policy: nn.Module | None = None) -> None:
+    """Refuse an unknown `training.imitation`, or `trajectories` for a policy without
+    the cached-encoding path (`encode` / `decode`)."""
+    if imitation not in IMITATIONS:
+        raise ValueError(f"training config: expected imitation in {IMITATIONS}, got {imitation!r}.")
+    if imitation == "trajectories" and policy is not None and not has_cache(policy):
+        raise ValueError(
+            "training config: imitation 'trajectories' needs a policy with encode(roots) and "
+            f"decode(states, cache, rows) (AM, POMO); {type(policy).__name__} has none."
+        )
+
+
+def trajectory_loss(
+    policy: nn.Module, env: Env, instances: Batch, actions: torch.Tensor
+) -> torch.Tensor:
+    """Mean next-action cross-entropy over every step of the expert trajectories.
+
+    `actions` Long[B, T] are complete solutions of `instances`, padded with -1 after their
+    end (pads only at the end of a row). Each instance is encoded once; steps with a single
+    feasible action count, with loss 0, as they do in the sub-trajectory way.
+    """
+    if actions.dim() != 2 or actions.shape[0] != instances.batch_size:
+        raise ValueError(
+            f"trajectory_loss: expected actions Long[{instances.batch_size}, T], "
+            f"got shape {tuple(actions.shape)}."
+        )
+    state = env.reset(instances)
+    cache = policy.encode(state)
+    rows = torch.arange(instances.batch_size, device=actions.device)
+    total = torch.zeros((), device=actions.device)
+    count = 0
+    for t in range(actions.shape[1]):
+        live = actions[rows, t] >= 0
+        if not bool(live.all()):
+            keep = live.nonzero().squeeze(1)
+            if keep.numel() == 0:
+                break
+            state, rows = env.index(state, keep), rows[keep]
+        target = actions[rows, t]
+        logits = policy.decode(state, cache, rows).float()
+        logits = logits.masked_fill(~env.action_mask(state), float("-inf"))
+        total = total + F.cross_entropy(logits, target, reduction="sum")
+        count += rows.numel()
+        with torch.no_grad():
+            state = env.step(state, target)
+    if count == 0:
+        raise ValueError("trajectory_loss: the trajectories have no steps.")
+    return total / count
+
+
+class TrajectoryBatches(IterableDataset):
+    """`num_batches` batches (instances, actions) of `batch_size` whole trajectories drawn
+    from the buffer's `groups` (one instance shape each, chosen in proportion to its size),
+    each instance under a random symmetry when `augment` and the env has several."""
+
+    def __init__(
+        self,
+        env: Env,
+        groups: list[tuple[Batch, torch.Tensor]],
+        num_batches: int,
+        batch_size: int,
+        seed: int,
+        augment: bool = True,
+    ) -> None:
+        self.env, self.groups = env, groups
+        self.num_batches, self.batch_size, self.seed = num_batches, batch_size, seed
+        count = getattr(env, "num_augmentations", None)
+        self.symmetries = int(count()) if augment and callable(count) else 1
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor]]:
+        gen = torch.Generator().manual_seed(self.seed)
+        sizes = torch.tensor([float(a.shape[0]) for _, a in self.groups])
+        for _ in range(self.num_batches):
+            g = int(torch.multinomial(sizes, 1, generator=gen)) if len(self.groups) > 1 else 0
+            instances, actions = self.groups[g]
+            idx = torch.randint(actions.shape[0], (self.batch_size,), generator=gen)
+            chosen = instances.index(idx)
+            if self.symmetries > 1:
+                code = torch.randint(self.symmetries, (self.batch_size,), generator=gen)
+                chosen = self.env.augment(chosen, code)
+            yield chosen, actions[idx]
