@@ -26,6 +26,7 @@ from torch import nn
 from nco import search
 from nco.env import Batch, Env
 from nco.search.adaptive import gumbeldore_adaptive
+from nco.search.policy_eval import has_cache
 from nco.search.solutions import Solutions
 from nco.search.ults import ults
 
@@ -82,6 +83,8 @@ class SharedEncoding(nn.Module):
     encoded once and its copies read that encoding. Only for policies whose encoding depends on
     the instance alone (`instance_encoding = True`), not on the state after a start."""
 
+    instance_encoding = False  # already one encoding per group of copies
+
     def __init__(self, policy: nn.Module, k: int) -> None:
         super().__init__()
         self.policy, self.k = policy, k
@@ -102,19 +105,14 @@ def _copies(cfg: Mapping[str, Any], env: Env, instances: Batch) -> tuple[int, in
     augment, starts = int(cfg.get("augment") or 1), int(cfg.get("starts") or 1)
     if not 1 <= augment <= MAX_AUGMENT:
         raise ValueError(f"search config: expected augment in 1..{MAX_AUGMENT}, got {augment}.")
-    if augment > 1 and not callable(getattr(env, "augment", None)):
+    if augment > env.num_augmentations():
         raise ValueError(
-            f"search config: augment={augment}, but {type(env).__name__} has no augment."
+            f"search config: augment={augment}, but {type(env).__name__} has "
+            f"{env.num_augmentations()} augmentations."
         )
     if starts < 1:
         raise ValueError(f"search config: expected starts >= 1, got {starts}.")
     if cfg.get("starts") is not None:
-        if not all(
-            callable(getattr(env, h, None)) for h in ("start", "num_starts", "started_actions")
-        ):
-            raise ValueError(
-                f"search config: starts={starts}, but {type(env).__name__} has no start hooks."
-            )
         limit = env.num_starts(instances)
         if starts > limit:
             raise ValueError(f"search config: starts={starts} exceeds the {limit} possible starts.")
@@ -140,7 +138,7 @@ def _decode_copies(
         code = (torch.arange(n * copies, device=chunk.device) // (starts or 1)) % augment
         expanded = env.augment(expanded, code)
     run_env = env if starts is None else StartedEnv(env, starts)
-    if starts is not None and starts > 1 and getattr(policy, "instance_encoding", False):
+    if starts is not None and starts > 1 and has_cache(policy) and policy.instance_encoding:
         policy = SharedEncoding(policy, starts)
     sols = fn(policy, run_env, expanded, **kwargs)
     actions = sols.actions

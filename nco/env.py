@@ -123,6 +123,28 @@ class Env(ABC, Generic[I, S]):
         opening), for `training.fixed_instances`; None (the default) when it is not."""
         return None
 
+    def num_augmentations(self) -> int:
+        """How many copies `augment` can make (`search.augment`); 1 (none) by default."""
+        return 1
+
+    def augment(self, instances: I, code: torch.Tensor) -> I:
+        """`instances` under symmetries `code` Long[B] in 0..num_augmentations-1 (0: identity)
+        that keep every solution's labels and cost (routing: the unit square's eight)."""
+        raise NotImplementedError(f"{type(self).__name__} has no augmentations.")
+
+    def num_starts(self, instances: I) -> int:
+        """How many different first choices `search.starts` may force; 0 (none) by default."""
+        return 0
+
+    def start(self, roots: S, index: torch.Tensor) -> S:
+        """Root states after the forced start `index` Long[B] in 0..num_starts-1."""
+        raise NotImplementedError(f"{type(self).__name__} has no starts.")
+
+    def started_actions(self, actions: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Actions Long[B, T] decoded after start `index` as the env's full sequences (pad -1
+        rows stay pad)."""
+        raise NotImplementedError(f"{type(self).__name__} has no starts.")
+
     def validation_metrics(self, objective: torch.Tensor) -> dict[str, float]:
         """Problem-specific summaries of validation objectives, logged as `val/<name>`
         (Gomoku: wins, draws, losses); none by default."""

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from nco.env import B, Batch, Env
+from nco.policy import HasCache
 
 
 @dataclasses.dataclass
@@ -74,8 +75,8 @@ def timed() -> Iterator[PolicyStats]:
 
 
 def has_cache(policy: torch.nn.Module) -> bool:
-    """True when `policy` offers the cached-encoding path (`encode` and `decode`)."""
-    return callable(getattr(policy, "encode", None)) and callable(getattr(policy, "decode", None))
+    """True when `policy` offers the cached-encoding path (nco.policy.HasCache)."""
+    return isinstance(policy, HasCache)
 
 
 def encode(policy: torch.nn.Module, roots: Batch) -> Any:

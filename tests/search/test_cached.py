@@ -17,6 +17,8 @@ class CachedPolicy(torch.nn.Module):
     """Encodes each node once (an MLP of its coordinates); a step scores nodes against the
     origin's embedding. Counts the instances it encodes."""
 
+    instance_encoding = True
+
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)

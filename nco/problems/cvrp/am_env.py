@@ -137,6 +137,10 @@ class AMCVRPEnv(Env):
                 routes[-1].append(int(a))
         return [r for r in routes if r]
 
+    def num_augmentations(self) -> int:
+        """The eight symmetries of the unit square."""
+        return 8
+
     def augment(self, instances: CVRPInstances, code: torch.Tensor) -> CVRPInstances:
         """Instances under the unit-square symmetries `code` Long[B] (0..7, 0 = identity)."""
         depot = apply_symmetry(instances.depot.unsqueeze(1), code).squeeze(1)

@@ -126,6 +126,10 @@ class CVRPEnv(Env[CVRPInstances, CVRPState]):
     def max_steps(self, instances: CVRPInstances) -> int:
         return instances.num_customers
 
+    def num_augmentations(self) -> int:
+        """The eight symmetries of the unit square."""
+        return 8
+
     def augment(self, instances: CVRPInstances, code: torch.Tensor) -> CVRPInstances:
         """Instances under the unit-square symmetries `code` Long[B] (search.augment)."""
         depot = apply_symmetry(instances.depot.unsqueeze(1), code).squeeze(1)

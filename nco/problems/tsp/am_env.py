@@ -94,6 +94,10 @@ class AMTSPEnv(Env):
         """The tour is the action sequence itself."""
         return list(actions)
 
+    def num_augmentations(self) -> int:
+        """The eight symmetries of the unit square."""
+        return 8
+
     def augment(self, instances: TSPInstances, code: torch.Tensor) -> TSPInstances:
         """Instances under the unit-square symmetries `code` Long[B] (0..7, 0 = identity)."""
         return TSPInstances(coords=apply_symmetry(instances.coords, code))

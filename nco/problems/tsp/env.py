@@ -77,6 +77,10 @@ class TSPEnv(Env[TSPInstances, TSPState]):
     def max_steps(self, instances: TSPInstances) -> int:
         return instances.coords.shape[1] - 1
 
+    def num_augmentations(self) -> int:
+        """The eight symmetries of the unit square."""
+        return 8
+
     def augment(self, instances: TSPInstances, code: torch.Tensor) -> TSPInstances:
         """Instances under the unit-square symmetries `code` Long[B] (search.augment)."""
         return TSPInstances(coords=apply_symmetry(instances.coords, code))
