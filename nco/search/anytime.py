@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -50,19 +51,19 @@ def round_estimate(
     """
     valid = leaves.valid
     f = torch.where(valid, leaves.objective, 0.0)
-    p = torch.where(valid, leaves.logprob.exp(), 0.0)
+    log_p = torch.where(valid, leaves.logprob, -torch.inf)
     kappa = leaves.key[:, -1:]
-    log_q = torch.where(valid, log_inclusion_prob(leaves.phi, kappa), 0.0)
     pruned = leaves.pruned.unsqueeze(1)
+    log_q = torch.where(valid & pruned, log_inclusion_prob(leaves.phi, kappa), 0.0)
     last = torch.zeros_like(valid)
     last[:, -1] = True
     used = valid & ~(pruned & last)
-    log_q = torch.where(pruned, log_q, 0.0)
-    q = log_q.exp()
-    pf = p * f
-    est = known + torch.where(used, pf / q, 0.0).sum(1)
-    var = torch.where(used, pf.square() * (1 - q) / q.square(), 0.0).sum(1)
-    return est, var, pf.sum(1)
+    # in log space: p and q can both underflow (long episodes) while p / q does not
+    ratio = torch.where(used, (log_p - log_q).exp(), 0.0)  # p_j / q_j
+    one_minus_q = torch.where(used, -torch.expm1(log_q), 0.0)
+    est = known + (ratio * f).sum(1)
+    var = ((ratio * f).square() * one_minus_q).sum(1)
+    return est, var, (log_p.exp() * f).sum(1)
 
 
 def improvement_chance(leaves: Leaves, best_before: torch.Tensor) -> torch.Tensor:
@@ -161,7 +162,8 @@ def plot_rounds(logs: dict[str, dict[str, Any]], path: str | Path, title: str = 
     for name, log in logs.items():
         rows = log["rows"]
         axes[0].plot(rows, log["mean_best"], marker="o", label=name)
-        est, se = log["mean_estimate"], log["mean_stderr"]
+        est = [math.nan if v is None else v for v in log["mean_estimate"]]
+        se = [math.nan if v is None else v for v in log["mean_stderr"]]
         axes[1].errorbar(rows, est, yerr=se, marker="o", capsize=3, label=name)
         axes[2].plot(rows, log["mean_covered"], marker="o", label=name)
     axes[0].set_ylabel("mean best objective so far")
