@@ -33,6 +33,7 @@ from nco.search.solutions import Best
 
 IN_FLIGHT_PER_WORKER = 2
 MAX_ATTEMPTS = 2
+STALL_S = 5.0  # seconds without a result after which the pool checks for lost nodes
 
 
 class SamplingWorker:
@@ -103,6 +104,7 @@ class RaySampler:
         self.num_cpus = num_cpus
         self.progress = progress
         self.actors: list[Any] = []  # None where a slot was dropped (lost cluster capacity)
+        self._slot_nodes: dict[int, str] = {}  # the node each slot's actor answered from
         self.version = 0
         self.stats: dict[str, float] = {}  # of the last `sample` call: replaced workers, nodes
         self._started_ray = False
@@ -178,14 +180,30 @@ class RaySampler:
         for _ in range(IN_FLIGHT_PER_WORKER):
             for slot in range(len(self.actors)):
                 submit(slot)
+
+        def refill() -> None:
+            for live in self._live_slots():  # the freed slot, or others for a dropped one
+                busy = sum(1 for v in in_flight.values() if v[0] == live)
+                for _ in range(IN_FLIGHT_PER_WORKER - busy):
+                    submit(live)
+
         bar = progress_bar(total=instances.batch_size, enabled=self.progress, desc="sampling")
         try:
             while in_flight:
-                (ref,), _ = ray.wait(list(in_flight), num_returns=1)
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=STALL_S)
+                if not ready:  # a node may have left: requeue what its slots held
+                    for lost in self._stranded_slots():
+                        for r in [r for r, v in in_flight.items() if v[0] == lost]:
+                            pending.appendleft(in_flight.pop(r)[2])
+                        replaced += self._replace(lost)
+                    refill()
+                    continue
+                ref = ready[0]
                 slot, actor, c = in_flight.pop(ref)
                 try:
                     results[c], node = ray.get(ref)
                     nodes[node] += 1
+                    self._slot_nodes[slot] = node
                     bar.update(chunks[c].batch_size)
                 except (RayActorError, RayTaskError) as err:
                     failures[c] += 1
@@ -197,13 +215,12 @@ class RaySampler:
                     pending.appendleft(c)
                     if isinstance(err, RayActorError) and self.actors[slot] is actor:
                         replaced += self._replace(slot)
-                for live in self._live_slots():  # the freed slot, or others for a dropped one
-                    busy = sum(1 for v in in_flight.values() if v[0] == live)
-                    for _ in range(IN_FLIGHT_PER_WORKER - busy):
-                        submit(live)
+                refill()
         finally:
             bar.close()
-        self.actors = [a for a in self.actors if a is not None]
+        if None in self.actors:  # the next call renumbers the slots
+            self._slot_nodes = {}
+            self.actors = [a for a in self.actors if a is not None]
         missing = [c for c, r in enumerate(results) if r is None]
         if missing:
             raise RuntimeError(f"Sampling lost chunks {missing}.")
@@ -214,11 +231,26 @@ class RaySampler:
     def _live_slots(self) -> list[int]:
         return [i for i, a in enumerate(self.actors) if a is not None]
 
+    def _stranded_slots(self) -> list[int]:
+        """Slots whose work cannot finish: their actor's node is dead, or (when the live nodes
+        hold fewer workers than the pool has) their actor was never placed on a node."""
+        alive = {n["NodeID"] for n in ray.nodes() if n.get("Alive")}
+        live = self._live_slots()
+        dead = [s for s in live if self._slot_nodes.get(s, "") not in alive | {""}]
+        rest = [s for s in live if s not in dead]
+        unplaced = [s for s in rest if s not in self._slot_nodes]
+        excess = len(rest) - self._capacity()
+        return dead + unplaced[: max(0, excess)]
+
     def _replace(self, slot: int) -> int:
         """Replace the dead actor in `slot` if the live nodes have room for it, else drop the
         slot (raising when none is left); returns 1 if a worker was started."""
         capacity = self._capacity()
         live = len(self._live_slots()) - 1  # without the dead one
+        old = self.actors[slot]
+        if old is not None:
+            ray.kill(old)  # an actor stranded on a dead node, or already gone: no restart
+        self._slot_nodes.pop(slot, None)
         if live + 1 <= capacity:
             self.actors[slot] = self._new_actor()
             return 1
