@@ -3,8 +3,9 @@
     nco-baseline problem=tsp solver=lkh data=kool:tsp100_test limit=100 time_limit=10 \\
         workers=2 out=r.json
     python -m nco.cli.baseline problem=jssp solver=cpsat data=taillard:ta01 time_limit=60
+    nco-baseline problem=jssp solver=pdr rule=mwkr data=taillard:15x15 workers=1
 
-Solvers come from `problems/<problem>/solvers.py` (`SOLVERS`); instances are solved in parallel
+Solvers come from `nco/problems/<problem>/solvers.py` (`SOLVERS`); instances are solved in parallel
 processes, each with the per-instance time limit.
 """
 
@@ -118,7 +119,9 @@ def run(cfg: DictConfig) -> Results:
     if cfg.time_limit <= 0:
         raise ValueError(f"nco-baseline: expected time_limit > 0, got {cfg.time_limit}.")
     problem = problem_name(cfg.problem)
-    get_solver(problem, cfg.solver)
+    # A solver with variants is registered once per variant: solver=pdr rule=mwkr is `pdr:mwkr`.
+    solver = f"{cfg.solver}:{str(cfg.rule).lower()}" if cfg.get("rule") else str(cfg.solver)
+    get_solver(problem, solver)
     # Solvers work on the unit square (LKH and OR-Tools scale to integers, LKH overflows on
     # raw library coordinates); library files also carry their own distances (`weights`), which
     # the solvers optimise. Costs are rescored on the original instances (nco.scoring): a
@@ -130,7 +133,7 @@ def run(cfg: DictConfig) -> Results:
     for original in originals:
         dataset, scales = original.unit_square(get_problem(original.problem).coord_fields)
         solved = solve_all(
-            dataset, cfg.solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers)
+            dataset, solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers)
         )
         solved = {i: solved[i] for i in range(len(dataset))}
         natural += rescore(original, scales, solved)
@@ -140,7 +143,7 @@ def run(cfg: DictConfig) -> Results:
     failed = [i for i, r in enumerate(ordered) if not np.isfinite(r.cost)]
     if failed:
         raise RuntimeError(
-            f"nco-baseline: {cfg.solver} found no solution for instances {failed[:10]} "
+            f"nco-baseline: {solver} found no solution for instances {failed[:10]} "
             f"(status {ordered[failed[0]].status}); raise time_limit."
         )
     references = None
@@ -159,7 +162,7 @@ def run(cfg: DictConfig) -> Results:
     results = Results(
         problem=problem,
         dataset=dataset.name if len(originals) == 1 else str(cfg.data),
-        method=str(cfg.solver),
+        method=solver,
         objectives=[r.cost for r in ordered],
         references=references,
         wall_time_s=wall,

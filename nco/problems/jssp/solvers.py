@@ -1,4 +1,5 @@
-"""Classical JSSP baseline: OR-Tools CP-SAT on the interval / no-overlap model."""
+"""Classical JSSP baselines: OR-Tools CP-SAT on the interval / no-overlap model, and the
+dispatching rules of problems/jssp/dispatching.py as `pdr:<rule>`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from nco.solver import Solver, SolverResult
+from problems.jssp.dispatching import pdr_solvers
 
 
 def solve_cpsat(
@@ -77,4 +79,4 @@ def solve_cpsat(
     )
 
 
-SOLVERS: dict[str, Solver] = {"cpsat": solve_cpsat}
+SOLVERS: dict[str, Solver] = {"cpsat": solve_cpsat, **pdr_solvers()}
