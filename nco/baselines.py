@@ -132,9 +132,7 @@ def run(cfg: DictConfig) -> Results:
     ordered, natural = [], []
     for original in originals:
         dataset, scales = original.unit_square(get_problem(original.problem).coord_fields)
-        solved = solve_all(
-            dataset, solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers)
-        )
+        solved = solve_all(dataset, solver, float(cfg.time_limit), int(cfg.seed), int(cfg.workers))
         solved = {i: solved[i] for i in range(len(dataset))}
         natural += rescore(original, scales, solved)
         ordered += list(solved.values())

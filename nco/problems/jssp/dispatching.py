@@ -37,9 +37,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from nco.problems.jssp.env import JSSPEnv
+from nco.problems.jssp.types import JSSPInstances, JSSPState, make_instances
 from nco.solver import SolverResult
-from problems.jssp.env import JSSPEnv
-from problems.jssp.types import JSSPInstances, JSSPState, make_instances
 
 
 def _work(state: JSSPState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

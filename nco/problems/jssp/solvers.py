@@ -1,5 +1,5 @@
 """Classical JSSP baselines: OR-Tools CP-SAT on the interval / no-overlap model, and the
-dispatching rules of problems/jssp/dispatching.py as `pdr:<rule>`."""
+dispatching rules of nco/problems/jssp/dispatching.py as `pdr:<rule>`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import numpy as np
 from ortools.sat.python import cp_model
 
+from nco.problems.jssp.dispatching import pdr_solvers
 from nco.solver import Solver, SolverResult
-from problems.jssp.dispatching import pdr_solvers
 
 
 def solve_cpsat(

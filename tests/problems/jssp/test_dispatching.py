@@ -9,9 +9,9 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from nco.baseline import run
-from problems.jssp import JSSPEnv
-from problems.jssp.dispatching import (
+from nco.baselines import run
+from nco.problems.jssp import JSSPEnv
+from nco.problems.jssp.dispatching import (
     RULES,
     SCHEDULES,
     conflict_set,
@@ -19,10 +19,10 @@ from problems.jssp.dispatching import (
     nondelay_set,
     solve_pdr,
 )
-from problems.jssp.schedule import check_schedule
-from problems.jssp.solvers import SOLVERS
-from problems.jssp.taillard import taillard_bounds, taillard_group
-from problems.jssp.types import make_instances
+from nco.problems.jssp.schedule import check_schedule
+from nco.problems.jssp.solvers import SOLVERS
+from nco.problems.jssp.taillard import taillard_bounds, taillard_group
+from nco.problems.jssp.types import make_instances
 
 REPO = Path(__file__).resolve().parents[3]
 
