@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
 
 from nco import search
 from nco.env import Batch, Env
+from nco.policy import HasCache
 from nco.search.adaptive import gumbeldore_adaptive
-from nco.search.policy_eval import has_cache
 from nco.search.solutions import Solutions
 from nco.search.ults import ults
 
@@ -91,10 +91,10 @@ class SharedEncoding(nn.Module):
 
     def encode(self, roots: Batch) -> Any:
         firsts = torch.arange(0, roots.batch_size, self.k, device=roots.device)
-        return self.policy.encode(roots.index(firsts))
+        return cast(HasCache, self.policy).encode(roots.index(firsts))
 
     def decode(self, states: Batch, cache: Any, rows: torch.Tensor) -> torch.Tensor:
-        return self.policy.decode(states, cache, rows // self.k)
+        return cast(HasCache, self.policy).decode(states, cache, rows // self.k)
 
     def forward(self, states: Batch) -> torch.Tensor:
         return self.policy(states)
@@ -137,14 +137,15 @@ def _decode_copies(
     if augment > 1:
         code = (torch.arange(n * copies, device=chunk.device) // (starts or 1)) % augment
         expanded = env.augment(expanded, code)
-    run_env = env if starts is None else StartedEnv(env, starts)
-    if starts is not None and starts > 1 and has_cache(policy) and policy.instance_encoding:
-        policy = SharedEncoding(policy, starts)
-    sols = fn(policy, run_env, expanded, **kwargs)
+    started = None if starts is None else StartedEnv(env, starts)
+    if starts is not None and starts > 1 and isinstance(policy, HasCache):
+        if policy.instance_encoding:
+            policy = SharedEncoding(policy, starts)
+    sols = fn(policy, started or env, expanded, **kwargs)
     actions = sols.actions
-    if starts is not None:
+    if started is not None:
         m, s, t = actions.shape
-        index = run_env.start_index(m, actions.device).repeat_interleave(s)
+        index = started.start_index(m, actions.device).repeat_interleave(s)
         actions = env.started_actions(actions.reshape(m * s, t), index).view(m, s, -1)
     return Solutions(
         actions=actions.reshape(n, -1, actions.shape[-1]),

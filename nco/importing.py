@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -252,7 +252,9 @@ def _am(weights: dict[str, torch.Tensor], heads: int, cvrp: bool) -> tuple[dict,
     return model, names
 
 
-def _pomo(weights: dict[str, torch.Tensor], heads: int, cvrp: bool) -> tuple[dict, dict[str, str]]:
+def _pomo(
+    weights: dict[str, torch.Tensor], heads: int, cvrp: bool
+) -> tuple[dict, dict[str, str | None]]:
     """Model config and name map of POMO's TSPModel / CVRPModel (yd-kwon/POMO, AMDKD)."""
     embed = ("encoder.embedding_node.weight",) if cvrp else ("encoder.embedding.weight",)
     _require(weights, (*embed, "encoder.layers.0.Wq.weight", "decoder.Wk.weight"), "POMO")
@@ -305,7 +307,7 @@ def _pomo(weights: dict[str, torch.Tensor], heads: int, cvrp: bool) -> tuple[dic
 class Spec(NamedTuple):
     """How to import one of the authors' networks."""
 
-    convert: Callable[[dict[str, torch.Tensor], int], tuple[dict, dict[str, str]]]
+    convert: Callable[[dict[str, torch.Tensor], int], tuple[dict, Mapping[str, str | None]]]
     problem: str  # configs/problem/<problem>.yaml
     size_key: str | None  # the problem config key that `num_nodes` sets
     heads: int  # the paper's attention heads (not stored in the weights)

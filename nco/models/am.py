@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Generic, TypeVar
 
 import torch
 from torch import nn
@@ -23,6 +24,8 @@ from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
 from nco.search.policy_eval import rows_of
+
+S = TypeVar("S", bound=Batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +81,7 @@ class EncoderLayer(nn.Module):
         return self._bn(self.norm2, h + self.ff(h))
 
 
-class AttentionModel(nn.Module):
+class AttentionModel(nn.Module, Generic[S]):
     """Shared AM encoder and decoder; subclasses give the node features and step context."""
 
     instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
@@ -110,19 +113,19 @@ class AttentionModel(nn.Module):
         """Width of the step context."""
         raise NotImplementedError
 
-    def embed(self, states: Batch) -> torch.Tensor:
+    def embed(self, states: S) -> torch.Tensor:
         """Initial node embeddings (N, n, d)."""
         raise NotImplementedError
 
-    def step_context(self, states: Batch, nodes: torch.Tensor) -> torch.Tensor:
+    def step_context(self, states: S, nodes: torch.Tensor) -> torch.Tensor:
         """Step context (L, step_dim) from the states and their rows' node embeddings."""
         raise NotImplementedError
 
-    def feasible(self, states: Batch) -> torch.Tensor:
+    def feasible(self, states: S) -> torch.Tensor:
         """Bool (L, n): nodes the glimpse and the logits may attend to."""
         raise NotImplementedError
 
-    def encode(self, roots: Batch) -> AMCache:
+    def encode(self, roots: S) -> AMCache:
         """Encoder and node projections, once per instance."""
         h = self.embed(roots)
         for layer in self.layers:
@@ -136,7 +139,7 @@ class AttentionModel(nn.Module):
         fixed = self.project_fixed(h.mean(1))
         return AMCache(h, fixed, heads(gk), heads(gv), lk.contiguous())
 
-    def decode(self, states: Batch, cache: AMCache, rows: torch.Tensor) -> torch.Tensor:
+    def decode(self, states: S, cache: AMCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped logits (L, n) of the next node for `states`, reading cache rows `rows`."""
         c = rows_of(cache, rows)
         query = c.fixed + self.project_step(self.step_context(states, c.nodes))
@@ -151,18 +154,25 @@ class AttentionModel(nn.Module):
         logits = self.tanh_clipping * torch.tanh(logits)
         return logits.masked_fill(~mask, -math.inf)
 
-    def forward(self, states: Batch) -> torch.Tensor:
+    def forward(self, states: S) -> torch.Tensor:
         """Logits without a cache: encode the states' instances, then one step."""
         return self.decode(states, self.encode(states), torch.arange(states.batch_size))
 
 
-class AMTSPPolicy(AttentionModel):
+class AMTSPPolicy(AttentionModel[AMTSPState]):
     """The AM for the TSP (states of nco.problems.tsp.am_env.AMTSPEnv)."""
 
     node_dim = 2
 
-    def __init__(self, *args: float, **kwargs: float) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        embed_dim: int = 128,
+        num_heads: int = 8,
+        num_layers: int = 3,
+        ff_hidden: int = 512,
+        tanh_clipping: float = 10.0,
+    ) -> None:
+        super().__init__(embed_dim, num_heads, num_layers, ff_hidden, tanh_clipping)
         self.placeholder = nn.Parameter(torch.empty(2 * self.embed_dim).uniform_(-1, 1))
 
     @property
@@ -184,13 +194,21 @@ class AMTSPPolicy(AttentionModel):
         return ~states.visited
 
 
-class AMCVRPPolicy(AttentionModel):
+class AMCVRPPolicy(AttentionModel[AMCVRPState]):
     """The AM for the CVRP with the depot as action (nco.problems.cvrp.am_env.AMCVRPEnv)."""
 
     node_dim = 3
 
-    def __init__(self, *args: float, float32_capacity: bool = True, **kwargs: float) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        embed_dim: int = 128,
+        num_heads: int = 8,
+        num_layers: int = 3,
+        ff_hidden: int = 512,
+        tanh_clipping: float = 10.0,
+        float32_capacity: bool = True,
+    ) -> None:
+        super().__init__(embed_dim, num_heads, num_layers, ff_hidden, tanh_clipping)
         self.float32_capacity = float32_capacity
         self.init_embed_depot = nn.Linear(2, self.embed_dim)
 

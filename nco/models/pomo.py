@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Generic, TypeVar
 
 import torch
 from torch import nn
@@ -24,6 +25,8 @@ from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
 from nco.search.policy_eval import rows_of
+
+S = TypeVar("S", bound=Batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +77,7 @@ class POMOEncoderLayer(nn.Module):
         return self._in(self.norm2, h + self.ff(h))
 
 
-class POMOModel(nn.Module):
+class POMOModel(nn.Module, Generic[S]):
     """Shared POMO encoder and decoder; subclasses give node features and the query."""
 
     instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
@@ -97,26 +100,26 @@ class POMOModel(nn.Module):
         self.wv = nn.Linear(embed_dim, num_heads * head_dim, bias=False)
         self.combine = nn.Linear(num_heads * head_dim, embed_dim)
 
-    def embed(self, states: Batch) -> torch.Tensor:
+    def embed(self, states: S) -> torch.Tensor:
         """Initial node embeddings (N, n, d)."""
         raise NotImplementedError
 
-    def query(self, states: Batch, nodes: torch.Tensor) -> torch.Tensor:
+    def query(self, states: S, nodes: torch.Tensor) -> torch.Tensor:
         """Decoder queries (L, H d_k)."""
         raise NotImplementedError
 
-    def feasible(self, states: Batch) -> torch.Tensor:
+    def feasible(self, states: S) -> torch.Tensor:
         """Bool (L, n) feasible next nodes."""
         raise NotImplementedError
 
-    def encode(self, roots: Batch) -> POMOCache:
+    def encode(self, roots: S) -> POMOCache:
         """Encoder and the decoder's node keys and values, once per instance."""
         h = self.embed(roots)
         for layer in self.layers:
             h = layer(h)
         return POMOCache(h, _heads(self.wk(h), self.num_heads), _heads(self.wv(h), self.num_heads))
 
-    def decode(self, states: Batch, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
+    def decode(self, states: S, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
         c = rows_of(cache, rows)
         mask = self.feasible(states)
@@ -126,16 +129,24 @@ class POMOModel(nn.Module):
         score = self.logit_clipping * torch.tanh(score)
         return score.masked_fill(~mask, -math.inf)
 
-    def forward(self, states: Batch) -> torch.Tensor:
+    def forward(self, states: S) -> torch.Tensor:
         """Scores without a cache: encode the states' instances, then one step."""
         return self.decode(states, self.encode(states), torch.arange(states.batch_size))
 
 
-class POMOTSPPolicy(POMOModel):
+class POMOTSPPolicy(POMOModel[AMTSPState]):
     """POMO for the TSP (states of nco.problems.tsp.am_env.AMTSPEnv)."""
 
-    def __init__(self, *args: float, **kwargs: float) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        embed_dim: int = 128,
+        num_heads: int = 8,
+        head_dim: int = 16,
+        num_layers: int = 6,
+        ff_hidden: int = 512,
+        logit_clipping: float = 10.0,
+    ) -> None:
+        super().__init__(embed_dim, num_heads, head_dim, num_layers, ff_hidden, logit_clipping)
         heads = self.wk.out_features
         self.embedding = nn.Linear(2, self.embed_dim)
         self.wq_first = nn.Linear(self.embed_dim, heads, bias=False)
@@ -158,11 +169,19 @@ class POMOTSPPolicy(POMOModel):
         return torch.where((states.first < 0).unsqueeze(1), torch.zeros_like(scores), scores)
 
 
-class POMOCVRPPolicy(POMOModel):
+class POMOCVRPPolicy(POMOModel[AMCVRPState]):
     """POMO for the CVRP with the depot as action (nco.problems.cvrp.am_env.AMCVRPEnv)."""
 
-    def __init__(self, *args: float, **kwargs: float) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        embed_dim: int = 128,
+        num_heads: int = 8,
+        head_dim: int = 16,
+        num_layers: int = 6,
+        ff_hidden: int = 512,
+        logit_clipping: float = 10.0,
+    ) -> None:
+        super().__init__(embed_dim, num_heads, head_dim, num_layers, ff_hidden, logit_clipping)
         self.embedding_depot = nn.Linear(2, self.embed_dim)
         self.embedding_node = nn.Linear(3, self.embed_dim)
         self.wq_last = nn.Linear(self.embed_dim + 1, self.wk.out_features, bias=False)

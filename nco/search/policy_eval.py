@@ -81,7 +81,7 @@ def has_cache(policy: torch.nn.Module) -> bool:
 
 def encode(policy: torch.nn.Module, roots: Batch) -> Any:
     """The policy's encoding of the root states (one row per instance), None without a cache."""
-    if not has_cache(policy):
+    if not isinstance(policy, HasCache):
         return None
     return policy.encode(roots)
 
@@ -99,7 +99,7 @@ def rows_of(cache: B, rows: torch.Tensor) -> B:
 def _call(
     policy: torch.nn.Module, states: Batch, cache: Any, rows: torch.Tensor | None
 ) -> torch.Tensor:
-    if cache is None:
+    if cache is None or rows is None or not isinstance(policy, HasCache):
         return policy(states)
     return policy.decode(states, cache, rows)
 
