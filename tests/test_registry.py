@@ -113,3 +113,20 @@ def test_mismatched_model_and_problem_are_refused_before_any_work(tmp_path: Path
     path = crafted(tmp_path, MODEL, {"_target_": "nco.problems.cvrp.CVRPEnv", "num_customers": 10})
     with pytest.raises(ValueError, match="model=default_cvrp"):
         checkpoint.load(path)
+
+
+def test_pre_package_targets_map_into_nco_and_nothing_else() -> None:
+    """Files written before nco was one package name `models.X` / `problems.X` (a Lightning
+    checkpoint's buffer: `problems.jssp.types:JSSPInstances`); they resolve to nco's classes.
+    A look-alike prefix or a module outside nco's packages is still refused."""
+    from nco import registry
+    from nco.models.jssp_transformer import JSSPTransformer
+    from nco.problems.jssp.types import JSSPInstances
+
+    assert registry.resolve("instances", "problems.jssp.types:JSSPInstances", "f") is JSSPInstances
+    assert registry.resolve("policy", "models.jssp_transformer.JSSPTransformer", "f") is (
+        JSSPTransformer
+    )
+    for bad in ("modelsx.bq.BQPolicy", "nco.modelsx.bq.BQPolicy", "nco.registry.build"):
+        with pytest.raises(ValueError, match="not a registered nco policy class"):
+            registry.resolve("policy", bad, "f")
