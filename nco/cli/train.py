@@ -11,6 +11,7 @@ The work is `nco.training.runner.run(cfg)`; see docs/training.md.
 
 from __future__ import annotations
 
+import gc
 import sys
 import warnings
 
@@ -36,6 +37,7 @@ def main(cfg: DictConfig) -> float | None:
         return run(cfg)["best_objective"]
     except Preempted as stop:  # SIGTERM: no traceback; 143 (128 + SIGTERM) tells the scheduler
         print(f"nco-train: {stop}", file=sys.stderr, flush=True)  # the run did not finish
+        gc.freeze()  # the interpreter's final collection took 4-8 s here; the grace period is short
         sys.exit(EXIT_SIGTERM)
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import collections
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -112,11 +114,17 @@ class RaySampler:
 
     def _start(self) -> None:
         if not ray.is_initialized():
+            main = threading.current_thread() is threading.main_thread()
+            on_term = signal.getsignal(signal.SIGTERM) if main else None
             if self.address:
                 ray.init(address=self.address)
             else:
                 self._temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
                 ray.init(num_cpus=self.num_cpus, include_dashboard=False, _temp_dir=self._temp_dir)
+            if main and on_term is not None:
+                # ray.init installs a C-level SIGTERM handler that prints a stack and kills the
+                # process at once; give SIGTERM back to the caller's (nco-train's) handler
+                signal.signal(signal.SIGTERM, on_term)
             self._started_ray = True
         self._check_resources(ray.cluster_resources())
         self.actors = [self._new_actor() for _ in range(self.workers)]
