@@ -23,7 +23,7 @@ with the trained policy (and trains on that epoch's trajectories only).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import lightning as L
@@ -164,8 +164,8 @@ class TrajectoryDataModule(L.LightningDataModule):
         the buffer holds only that epoch's trajectories (the Gumbeldore authors' Gomoku setup).
     imitation, augment
         "subtrajectories" (batches of `env.training_batch` states) or "trajectories" (batches
-        of `batch_size` whole trajectories, each under a random env symmetry with `augment`;
-        nco.training.trajectories).
+        of `batch_size` whole trajectories, each under a random env symmetry: any with
+        `augment` true, the listed codes with a list; nco.training.trajectories).
     """
 
     def __init__(
@@ -189,7 +189,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         tie_break: str = "first",
         sample_policy: str = "best",
         imitation: str = "subtrajectories",
-        augment: bool = True,
+        augment: bool | Sequence[int] = True,
     ) -> None:
         super().__init__()
         check_imitation(imitation)

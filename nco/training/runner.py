@@ -37,6 +37,7 @@ from nco.training.callbacks import KeepLogs
 from nco.training.checkpoint_io import AtomicCheckpointIO
 from nco.training.progress import LineProgress
 from nco.training.references import reference_costs
+from nco.training.trajectories import augment_setting
 
 
 def fixed_instance_set(env: Env) -> Batch:
@@ -144,7 +145,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         tie_break=tie_break,
         sample_policy=str(tcfg.get("sample_policy", "best")),
         imitation=str(tcfg.get("imitation", "subtrajectories")),
-        augment=bool(tcfg.get("augment", True)),
+        augment=augment_setting(tcfg.get("augment", True)),
     )
     stop = tcfg.get("stop_objective")
     module = SelfImprovementModule(

@@ -11,15 +11,19 @@ all prefix lengths (tests/training/test_trajectories.py checks it), at one encod
 trajectory instead of one per prefix.
 
 Selected by `training.imitation: trajectories`; `training.batch_size` then counts whole
-trajectories per optimizer step, and `training.augment` (default on) applies a uniformly random
-solution-preserving symmetry per trajectory where the env has some (`env.augment(instances,
-code)` with codes below `env.num_augmentations()`: the unit square's eight in the AM-form TSP
-and CVRP envs).
+trajectories per optimizer step, and `training.augment` applies a uniformly random
+solution-preserving symmetry per trajectory (`env.augment(instances, code)`): true draws among
+all of the env's `num_augmentations()` codes, a list among those codes only, false none.
+A policy may have a convention that a symmetry breaks while keeping the cost: the imported POMO
+TSP100 traverses its tours in one direction, so the mirror images (codes 1, 2, 4, 7 of the
+unit square's eight) show it its own tours backwards (docs/light_si.md); [0, 3, 5, 6], the
+rotations, keep the direction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -42,6 +46,16 @@ def check_imitation(imitation: str, policy: nn.Module | None = None) -> None:
             "training config: imitation 'trajectories' needs a policy with encode(roots) and "
             f"decode(states, cache, rows) (AM, POMO); {type(policy).__name__} has none."
         )
+
+
+def augment_setting(value: Any) -> bool | list[int]:
+    """`training.augment` as TrajectoryBatches takes it: a bool, or a list of symmetry codes
+    (from a config list)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Iterable) and not isinstance(value, str):
+        return [int(c) for c in value]
+    raise ValueError(f"training config: expected augment true, false or a list, got {value!r}.")
 
 
 def trajectory_loss(
@@ -85,7 +99,8 @@ def trajectory_loss(
 class TrajectoryBatches(IterableDataset):
     """`num_batches` batches (instances, actions) of `batch_size` whole trajectories drawn
     from the buffer's `groups` (one instance shape each, chosen in proportion to its size),
-    each instance under a random symmetry when `augment` and the env has several."""
+    each instance under a random symmetry code: among all of the env's with `augment` true,
+    among the codes listed in `augment`, none with false."""
 
     def __init__(
         self,
@@ -94,12 +109,22 @@ class TrajectoryBatches(IterableDataset):
         num_batches: int,
         batch_size: int,
         seed: int,
-        augment: bool = True,
+        augment: bool | Sequence[int] = True,
     ) -> None:
         self.env, self.groups = env, groups
         self.num_batches, self.batch_size, self.seed = num_batches, batch_size, seed
         count = getattr(env, "num_augmentations", None)
-        self.symmetries = int(count()) if augment and callable(count) else 1
+        available = int(count()) if callable(count) else 1
+        if isinstance(augment, bool):
+            codes = list(range(available)) if augment else [0]
+        else:
+            codes = [int(c) for c in augment]
+            if not codes or any(not 0 <= c < available for c in codes):
+                raise ValueError(
+                    f"training config: expected augment true, false or a list of codes in "
+                    f"0..{available - 1} ({type(env).__name__}), got {list(augment)}."
+                )
+        self.codes = torch.tensor(codes)
 
     def __len__(self) -> int:
         return self.num_batches
@@ -112,7 +137,7 @@ class TrajectoryBatches(IterableDataset):
             instances, actions = self.groups[g]
             idx = torch.randint(actions.shape[0], (self.batch_size,), generator=gen)
             chosen = instances.index(idx)
-            if self.symmetries > 1:
-                code = torch.randint(self.symmetries, (self.batch_size,), generator=gen)
-                chosen = self.env.augment(chosen, code)
+            if bool((self.codes != 0).any()):
+                pick = torch.randint(len(self.codes), (self.batch_size,), generator=gen)
+                chosen = self.env.augment(chosen, self.codes[pick])
             yield chosen, actions[idx]

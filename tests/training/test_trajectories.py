@@ -17,7 +17,12 @@ from nco.problems.cvrp.am_env import AMCVRPEnv
 from nco.problems.tsp.am_env import AMTSPEnv
 from nco.training import SelfImprovementModule
 from nco.training.runner import run
-from nco.training.trajectories import TrajectoryBatches, check_imitation, trajectory_loss
+from nco.training.trajectories import (
+    TrajectoryBatches,
+    augment_setting,
+    check_imitation,
+    trajectory_loss,
+)
 
 
 def random_tours(b: int, n: int, gen: torch.Generator) -> torch.Tensor:
@@ -119,6 +124,15 @@ def test_batches_apply_solution_preserving_symmetries() -> None:
                 codes.append((augment, match[0]))
     assert {k for aug, k in codes if aug} != {0}
     assert {k for aug, k in codes if not aug} == {0}
+    rotations = [0, 3, 5, 6]
+    drawn = TrajectoryBatches(env, [(instances, actions)], 4, 8, 7, rotations)
+    seen = set()
+    for batch, acts in drawn:
+        for coords, tour in zip(batch.coords, acts, strict=True):
+            i = int((actions == tour).all(1).nonzero())
+            images = env.augment(instances.index(torch.full((8,), i)), torch.arange(8))
+            seen |= {k for k in range(8) if torch.equal(images.coords[k], coords)}
+    assert seen and seen <= set(rotations)
 
 
 def test_bad_settings_are_refused() -> None:
@@ -128,6 +142,11 @@ def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="needs a policy with encode"):
         check_imitation("trajectories", bq)
     env = AMTSPEnv(5)
+    with pytest.raises(ValueError, match="list of codes in 0..7"):
+        TrajectoryBatches(env, [], 1, 1, 0, [0, 8])
+    with pytest.raises(ValueError, match="expected augment"):
+        augment_setting("rotations")
+    assert augment_setting([0, 3]) == [0, 3] and augment_setting(False) is False
     with pytest.raises(ValueError, match="expected actions Long"):
         trajectory_loss(POMOTSPPolicy(16, 2, 8, 1, 32), env, env.generate(2), torch.zeros(3, 5))
 
@@ -146,6 +165,7 @@ def test_a_tiny_epoch_trains_on_whole_trajectories(tmp_path: Path) -> None:
             "problem.num_nodes=8",
             "training.imitation=trajectories",
             "training.batch_size=4",
+            "training.augment=[0,3,5,6]",
         ],
         tmp_path / "run",
     )

@@ -10,6 +10,7 @@ depot is added to the length then), so episodes differ in length.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import torch
 
@@ -58,17 +59,30 @@ class AMCVRPEnv(Env):
 
     name = "cvrp"
 
-    def __init__(self, num_customers: int = 100, capacity: int | None = None) -> None:
+    def __init__(
+        self,
+        num_customers: int = 100,
+        capacity: int | None = None,
+        capacity_range: Sequence[int] | None = None,
+    ) -> None:
         if num_customers < 1:
             raise ValueError(f"Expected num_customers >= 1, got {num_customers}.")
         if capacity is not None and capacity < MAX_DEMAND:
             raise ValueError(f"Expected capacity >= {MAX_DEMAND} (max demand), got {capacity}.")
         self.num_customers = num_customers
         self.capacity = capacity if capacity is not None else default_capacity(num_customers)
+        self.capacity_range: tuple[int, int] | None = None
+        if capacity_range is not None:  # paper D.3.4's training distribution (40..100)
+            if len(capacity_range) != 2 or not MAX_DEMAND <= capacity_range[0] <= capacity_range[1]:
+                raise ValueError(
+                    f"Expected capacity_range (lo, hi) with {MAX_DEMAND} <= lo <= hi, "
+                    f"got {capacity_range}."
+                )
+            self.capacity_range = (int(capacity_range[0]), int(capacity_range[1]))
 
     def generate(self, num: int, generator: torch.Generator | None = None) -> CVRPInstances:
         """Kool-style random instances (see nco.problems.cvrp.generator.generate)."""
-        return generate(num, self.num_customers, self.capacity, None, generator)
+        return generate(num, self.num_customers, self.capacity, self.capacity_range, generator)
 
     def reset(self, instances: CVRPInstances) -> AMCVRPState:
         b, n = instances.demands.shape

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SI GD with light-decoder policies at N=100 (issue 38, docs/light_si.md): four resumable runs
+# in data/light/<run>/, trained one after another, one thread each, in chunks.
+#
+#   scripts/light_runs.sh 3                      # every run up to 3 epochs, in turn
+#   scripts/light_runs.sh 5 tsp100_ft            # one run up to 5 epochs
+#   nohup scripts/light_runs.sh 3 > /dev/null 2>&1 &
+#
+# Rerunning continues: nco-train resumes from data/light/<run>/checkpoints/last.ckpt (the epoch
+# in progress when a run is killed is repeated). Each run's output goes to data/light/<run>.log.
+# Fine-tuning rates: chosen by scripts/light_lr_probe.py (data/results/light/lr_probe_*.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:?usage: scripts/light_runs.sh EPOCHS [RUN...]}
+shift
+runs=("$@")
+if [ ${#runs[@]} -eq 0 ]; then
+  runs=(tsp100_ft tsp100_scratch cvrp100_ft cvrp100_scratch)
+fi
+for run in "${runs[@]}"; do
+  case $run in
+    tsp100_scratch) args=(experiment=tsp100_light_gumbeldore) ;;
+    tsp100_ft) args=(experiment=tsp100_light_gumbeldore
+                     init_checkpoint=data/checkpoints/pomo_tsp100/best.pt training.lr=1e-5) ;;
+    cvrp100_scratch) args=(experiment=cvrp100_light_gumbeldore) ;;
+    cvrp100_ft) args=(experiment=cvrp100_light_gumbeldore
+                      init_checkpoint=data/checkpoints/pomo_cvrp100/best.pt training.lr=1e-5) ;;
+    *) echo "light_runs.sh: unknown run $run (tsp100_scratch tsp100_ft cvrp100_scratch cvrp100_ft)" >&2
+       exit 2 ;;
+  esac
+  mkdir -p "data/light/$run"
+  echo "$(date -u +%FT%TZ) $run -> epoch $target" >> "data/light/$run.log"
+  OMP_NUM_THREADS=1 .venv/bin/nco-train "${args[@]}" trainer.max_epochs="$target" \
+    hydra.run.dir="data/light/$run" >> "data/light/$run.log" 2>&1
+done
