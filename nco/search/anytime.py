@@ -160,7 +160,7 @@ def plot_rounds(logs: dict[str, dict[str, Any]], path: str | Path, title: str = 
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for name, log in logs.items():
-        rows = log["rows"]
+        rows = [r / 1000 for r in log["rows"]]
         axes[0].plot(rows, log["mean_best"], marker="o", label=name)
         est = [math.nan if v is None else v for v in log["mean_estimate"]]
         se = [math.nan if v is None else v for v in log["mean_stderr"]]
@@ -170,7 +170,7 @@ def plot_rounds(logs: dict[str, dict[str, Any]], path: str | Path, title: str = 
     axes[1].set_ylabel("mean estimate of E_p[f] (+- mean s.e.)")
     axes[2].set_ylabel("mean policy mass covered")
     for ax in axes:
-        ax.set_xlabel("policy rows (cumulative)")
+        ax.set_xlabel("policy rows (cumulative, thousands)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     if title:
