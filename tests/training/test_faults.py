@@ -188,3 +188,50 @@ def test_folder_evaluation_reports_a_refused_file_and_scores_the_rest(tmp_path, 
     err = capsys.readouterr().err
     assert f"nco-eval: skipped {folder / 'c.tsp'}: " in err
     assert "FIXED_EDGES_SECTION" in err
+
+
+def test_a_killed_sampling_actor_is_replaced_counted_and_changes_nothing(tmp_path) -> None:
+    """A Ray actor exiting hard in its first chunk (as kill -9 would end it): the epoch's
+    sampling still returns every instance once, equal to in-process sampling, and the sampler's
+    stats (logged as sample/workers_replaced, sample/nodes) count one replaced worker."""
+    ray = pytest.importorskip("ray")
+    import shutil
+    import tempfile
+
+    import torch
+
+    from nco.distributed import InProcessSampler, RaySampler
+    from nco.models.bq import BQPolicy
+    from nco.problems.tsp import TSPEnv
+
+    here = str(Path(__file__).resolve().parent)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = here if not old else f"{here}{os.pathsep}{old}"
+    import ray_helpers  # noqa: F401  (registers CrashOncePolicy here too)
+
+    temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp_dir, logging_level="ERROR")
+    tiny = {"dim": 16, "layers": 1, "heads": 2, "ff_dim": 32}
+    search = {"method": "gumbeldore", "beam_width": 4, "rounds": 2, "sigma": 0.3}
+    env_cfg = {"_target_": "nco.problems.tsp.TSPEnv", "num_nodes": 10}
+    crash = {"_target_": "ray_helpers.CrashOncePolicy", "marker": str(tmp_path / "x"), **tiny}
+    try:
+        torch.manual_seed(0)
+        env, policy = TSPEnv(10), BQPolicy(**tiny)
+        instances = env.generate(14, torch.Generator().manual_seed(5))
+        expected = InProcessSampler(env, chunk_size=4).sample(policy, instances, search, 3)
+        sampler = RaySampler(env_cfg, crash, workers=2, chunk_size=4, progress=False)
+        try:
+            got = sampler.sample(policy, instances, search, 3)
+        finally:
+            sampler.close()
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
+    assert sampler.stats == {"workers_replaced": 1.0, "nodes": 1.0}
+    assert torch.equal(got.actions, expected.actions)
+    assert torch.equal(got.objective, expected.objective)
