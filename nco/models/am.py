@@ -23,7 +23,7 @@ from torch import nn
 from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
-from nco.search.policy_eval import rows_of
+from nco.search.policy_eval import grouped
 
 S = TypeVar("S", bound=Batch)
 
@@ -117,8 +117,9 @@ class AttentionModel(nn.Module, Generic[S]):
         """Initial node embeddings (N, n, d)."""
         raise NotImplementedError
 
-    def step_context(self, states: S, nodes: torch.Tensor) -> torch.Tensor:
-        """Step context (L, step_dim) from the states and their rows' node embeddings."""
+    def step_context(self, states: S, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Step context (L, step_dim) from the states and the node embeddings (N, n, d) of their
+        instances `rows`."""
         raise NotImplementedError
 
     def feasible(self, states: S) -> torch.Tensor:
@@ -141,18 +142,20 @@ class AttentionModel(nn.Module, Generic[S]):
 
     def decode(self, states: S, cache: AMCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped logits (L, n) of the next node for `states`, reading cache rows `rows`."""
-        c = rows_of(cache, rows)
-        query = c.fixed + self.project_step(self.step_context(states, c.nodes))
-        mask = self.feasible(states)
-        l, d = query.shape
-        q = query.view(l, self.num_heads, 1, -1)
+        c, m = grouped(cache, rows)  # rows as (g instances, m rows each)
+        g, h = c.batch_size, self.num_heads
+        step = self.project_step(self.step_context(states, cache.nodes, rows))
+        l, d = step.shape
+        query = c.fixed.unsqueeze(1) + step.view(g, m, d)
+        mask = self.feasible(states).view(g, 1, m, -1)
+        q = query.view(g, m, h, -1).transpose(1, 2)  # (g, H, m, d / H)
         compat = (q @ c.glimpse_key.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        compat = compat.masked_fill(~mask.view(l, 1, 1, -1), -math.inf)
-        glimpse = (torch.softmax(compat, dim=-1) @ c.glimpse_val).reshape(l, d)
-        glimpse = self.project_out(glimpse)
-        logits = torch.einsum("ld,lnd->ln", glimpse, c.logit_key) / math.sqrt(d)
+        compat = compat.masked_fill(~mask, -math.inf)
+        heads = (torch.softmax(compat, dim=-1) @ c.glimpse_val).transpose(1, 2)
+        glimpse = self.project_out(heads.reshape(g, m, d))
+        logits = (glimpse @ c.logit_key.transpose(-1, -2)) / math.sqrt(d)
         logits = self.tanh_clipping * torch.tanh(logits)
-        return logits.masked_fill(~mask, -math.inf)
+        return logits.masked_fill(~mask.squeeze(1), -math.inf).view(l, -1)
 
     def forward(self, states: S) -> torch.Tensor:
         """Logits without a cache: encode the states' instances, then one step."""
@@ -182,8 +185,9 @@ class AMTSPPolicy(AttentionModel[AMTSPState]):
     def embed(self, states: AMTSPState) -> torch.Tensor:
         return self.init_embed(states.coords.to(self.placeholder.dtype))
 
-    def step_context(self, states: AMTSPState, nodes: torch.Tensor) -> torch.Tensor:
-        rows = torch.arange(states.batch_size, device=nodes.device)
+    def step_context(
+        self, states: AMTSPState, nodes: torch.Tensor, rows: torch.Tensor
+    ) -> torch.Tensor:
         first = nodes[rows, states.first.clamp_min(0)]
         last = nodes[rows, states.current.clamp_min(0)]
         ctx = torch.cat([first, last], dim=1)
@@ -224,8 +228,9 @@ class AMCVRPPolicy(AttentionModel[AMCVRPState]):
         customers = self.init_embed(torch.cat([coords[:, 1:], demand[:, 1:, None]], dim=-1))
         return torch.cat([depot, customers], dim=1)
 
-    def step_context(self, states: AMCVRPState, nodes: torch.Tensor) -> torch.Tensor:
-        rows = torch.arange(states.batch_size, device=nodes.device)
+    def step_context(
+        self, states: AMCVRPState, nodes: torch.Tensor, rows: torch.Tensor
+    ) -> torch.Tensor:
         free = states.free_fraction.to(nodes.dtype).unsqueeze(1)
         return torch.cat([nodes[rows, states.current], free], dim=1)
 

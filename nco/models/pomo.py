@@ -24,7 +24,7 @@ from torch import nn
 from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
-from nco.search.policy_eval import rows_of
+from nco.search.policy_eval import grouped
 
 S = TypeVar("S", bound=Batch)
 
@@ -104,8 +104,8 @@ class POMOModel(nn.Module, Generic[S]):
         """Initial node embeddings (N, n, d)."""
         raise NotImplementedError
 
-    def query(self, states: S, nodes: torch.Tensor) -> torch.Tensor:
-        """Decoder queries (L, H d_k)."""
+    def query(self, states: S, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Decoder queries (L, H d_k) from the node embeddings (N, n, d) of instances `rows`."""
         raise NotImplementedError
 
     def feasible(self, states: S) -> torch.Tensor:
@@ -121,13 +121,15 @@ class POMOModel(nn.Module, Generic[S]):
 
     def decode(self, states: S, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
-        c = rows_of(cache, rows)
-        mask = self.feasible(states)
-        q = _heads(self.query(states, c.nodes).unsqueeze(1), self.num_heads)  # (L, H, 1, e)
-        out = self.combine(_attend(q, c.key, c.val, mask.view(len(mask), 1, 1, -1)).squeeze(-2))
-        score = torch.einsum("ld,lnd->ln", out, c.nodes) / math.sqrt(self.embed_dim)
+        c, m = grouped(cache, rows)  # rows as (g instances, m rows each)
+        g = c.batch_size
+        query = self.query(states, cache.nodes, rows)
+        mask = self.feasible(states).view(g, 1, m, -1)
+        q = query.view(g, m, self.num_heads, -1).transpose(1, 2)  # (g, H, m, e)
+        out = self.combine(_attend(q, c.key, c.val, mask))  # (g, m, d)
+        score = (out @ c.nodes.transpose(-1, -2)) / math.sqrt(self.embed_dim)
         score = self.logit_clipping * torch.tanh(score)
-        return score.masked_fill(~mask, -math.inf)
+        return score.masked_fill(~mask.squeeze(1), -math.inf).view(len(query), -1)
 
     def forward(self, states: S) -> torch.Tensor:
         """Scores without a cache: encode the states' instances, then one step."""
@@ -155,8 +157,7 @@ class POMOTSPPolicy(POMOModel[AMTSPState]):
     def embed(self, states: AMTSPState) -> torch.Tensor:
         return self.embedding(states.coords.to(self.embedding.weight.dtype))
 
-    def query(self, states: AMTSPState, nodes: torch.Tensor) -> torch.Tensor:
-        rows = torch.arange(states.batch_size, device=nodes.device)
+    def query(self, states: AMTSPState, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         first = self.wq_first(nodes[rows, states.first.clamp_min(0)])
         return first + self.wq_last(nodes[rows, states.current.clamp_min(0)])
 
@@ -194,8 +195,7 @@ class POMOCVRPPolicy(POMOModel[AMCVRPState]):
         nodes = self.embedding_node(torch.cat([coords[:, 1:], demand[:, 1:, None]], dim=-1))
         return torch.cat([depot, nodes], dim=1)
 
-    def query(self, states: AMCVRPState, nodes: torch.Tensor) -> torch.Tensor:
-        rows = torch.arange(states.batch_size, device=nodes.device)
+    def query(self, states: AMCVRPState, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         load = states.free_fraction.to(nodes.dtype).unsqueeze(1)
         return self.wq_last(torch.cat([nodes[rows, states.current], load], dim=1))
 

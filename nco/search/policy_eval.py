@@ -86,14 +86,20 @@ def encode(policy: torch.nn.Module, roots: Batch) -> Any:
     return policy.encode(roots)
 
 
-def rows_of(cache: B, rows: torch.Tensor) -> B:
-    """`cache.index(rows)`, without the copy when `rows` is every instance in order (greedy
-    decoding before any row finishes): the cache rows can be large (node embeddings)."""
-    if rows.numel() == cache.batch_size and bool(
-        (rows == torch.arange(rows.numel(), device=rows.device)).all()
-    ):
-        return cache
-    return cache.index(rows)
+def grouped(cache: B, rows: torch.Tensor) -> tuple[B, int]:
+    """`(cache, m)` when `rows` lists every instance m times in order (each instance's beams or
+    samples, consecutive, while none has finished), else `(cache.index(rows), 1)`.
+
+    A policy then computes its rows as (instances, m) groups against the cache itself instead
+    of a per-row copy of it (node embeddings, keys and values are large).
+    """
+    n, rows_n = cache.batch_size, rows.numel()
+    if rows_n % n == 0:
+        m = rows_n // n
+        expected = torch.arange(n, device=rows.device).repeat_interleave(m)
+        if torch.equal(rows, expected):
+            return cache, m
+    return cache.index(rows), 1
 
 
 def _call(
