@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from nco import checkpoint
+from nco.config import to_dict
 from nco.datasets import Dataset, load_datasets
 from nco.inference import (
     check_checkpoint,
@@ -142,7 +143,7 @@ def run(cfg: DictConfig) -> Results:
     """
     path = check_checkpoint(cfg.get("checkpoint"), "nco-eval")
     device = check_device(str(cfg.device), "nco-eval")
-    search = search_config(OmegaConf.to_container(cfg.search, resolve=True))
+    search = search_config(to_dict(cfg.search, "search"))
     loaded = checkpoint.load(path, device)
     problem = problem_of_env(loaded.env)
     offset = int(cfg.get("offset") or 0)

@@ -35,6 +35,7 @@ import torch
 from omegaconf import OmegaConf
 
 from nco import checkpoint, registry
+from nco.config import to_dict
 from nco.paths import CONFIG_DIR
 
 WEIGHT_FIELDS = ("best_model_weights", "model_weights")
@@ -340,7 +341,7 @@ def problem_config(name: str, size_key: str | None, size: int) -> dict[str, Any]
     cfg = OmegaConf.create({"problem": OmegaConf.load(CONFIG_DIR / "problem" / f"{name}.yaml")})
     if size_key is not None:
         cfg.problem[size_key] = size
-    return OmegaConf.to_container(cfg, resolve=True)["problem"]
+    return to_dict(cfg.problem, "problem")
 
 
 def reference_weights(

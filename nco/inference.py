@@ -79,7 +79,7 @@ def describe_search(search: Mapping[str, Any]) -> str:
     return f"{search['method']}({', '.join(params)})" if params else str(search["method"])
 
 
-def parse_knn(knn: Any, command: str = "nco-eval") -> int | str | None:
+def parse_knn(knn: Any, command: str = "nco-eval") -> int | None:
     """`knn=` as given: None (automatic), 0 (off: `knn=0`, `none`, `off`, `false`) or k >= 1."""
     if knn is None:
         return None

@@ -163,6 +163,7 @@ def run_round(
         lengths[cont] = depth + 1
         objective = objective[parent]
         if trie is not None:
+            assert path is not None and nid is not None  # both exist whenever a trie is given
             at = nid[pl]
             child = trie.child(at, a)
             logprob[cont] += trie.edge_logprob(at, a, child)
@@ -173,6 +174,7 @@ def run_round(
             link_parent[cont] = at
             link_action[cont] = a
         else:
+            assert logp_orig is not None  # kept whenever there is no trie to read it from
             logprob[cont] += logp_orig[pl, a]
 
         state = env.step(env.index(state, pl), a)

@@ -150,6 +150,8 @@ def _local_advantages(
     the round's included leaves below it; a complete sequence's value is its objective. Edges
     whose estimates are undefined get advantage 0.
     """
+    if leaves.path is None:
+        raise ValueError("local advantages need the leaves' trie paths.")
     valid = leaves.valid.view(-1)
     path = leaves.path.view(-1, leaves.path.shape[-1])[valid]
     acts = leaves.actions.view(-1, leaves.actions.shape[-1])[valid]
@@ -193,6 +195,8 @@ def update_trie(trie: Trie, leaves: Leaves, update: str, baseline: float | None 
     With a `baseline`, the global advantage is f - baseline instead of f - mu (the paper's
     Gomoku setting uses the game result itself, i.e. baseline 0 = a draw).
     """
+    if leaves.path is None:
+        raise ValueError("update_trie needs leaves sampled on a trie (their paths).")
     valid = leaves.valid
     flat_path = leaves.path.view(-1, leaves.path.shape[-1])[valid.view(-1)]
     flat_acts = leaves.actions.view(-1, leaves.actions.shape[-1])[valid.view(-1)]
@@ -295,6 +299,7 @@ def gumbeldore(
             sigma=shift,
             cache=cache,
         )
+        assert leaves.path is not None  # run_round records paths on a trie
         first = leaves.path[:, 0, 0]
         root_nodes = torch.where((root_nodes < 0) & (first >= 0), first, root_nodes)
         update_trie(trie, leaves, update, baseline)

@@ -106,7 +106,9 @@ class Trie:
         self.dtype = dtype
         self.size = 0
         self.has_adv, self.has_visits = advantages, mean_advantage
-        self.logmass = self.adv = self.visits = None
+        self.logmass = torch.empty((0, num_actions), dtype=dtype, device=device)
+        self.adv: torch.Tensor | None = None
+        self.visits: torch.Tensor | None = None
         self.edge_logp = torch.empty(0, dtype=torch.float64, device=device)
         self._resize(capacity)
         self.links = EdgeMap(capacity, device)
