@@ -257,7 +257,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
             "Rerun the same command to resume."
         ) from stop
     finally:
-        if main_thread:
+        if main_thread and previous is not None:  # None: a handler not set from Python
             signal.signal(signal.SIGTERM, previous)
         datamodule.sampling = False
         if datamodule.sampler is not None:
