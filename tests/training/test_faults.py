@@ -235,3 +235,39 @@ def test_a_killed_sampling_actor_is_replaced_counted_and_changes_nothing(tmp_pat
     assert sampler.stats == {"workers_replaced": 1.0, "nodes": 1.0}
     assert torch.equal(got.actions, expected.actions)
     assert torch.equal(got.objective, expected.objective)
+
+
+def test_a_lost_node_shrinks_the_pool_to_what_the_live_nodes_hold(monkeypatch) -> None:
+    """The pool's bookkeeping when node B (2 CPUs, 2 of 4 one-CPU workers) dies: B's slots are
+    stranded; replacing them finds no room on A (2 CPUs, 2 live workers), so they are dropped;
+    a replacement made while B still looked alive, never placed, is stranded too once B is dead;
+    with no live worker left, sampling stops with an error. (A real node loss, with results
+    equal to in-process sampling: scripts/ray_cluster_check.sh and its log.)"""
+    pytest.importorskip("ray")
+    import nco.distributed.ray_pool as pool
+
+    nodes = [
+        {"NodeID": "A", "Alive": True, "Resources": {"CPU": 2.0}},
+        {"NodeID": "B", "Alive": False, "Resources": {"CPU": 2.0}},
+    ]
+    killed: list[str] = []
+    monkeypatch.setattr(pool.ray, "nodes", lambda: nodes)
+    monkeypatch.setattr(pool.ray, "kill", killed.append)
+    sampler = pool.RaySampler({}, {}, workers=4, progress=False)
+    monkeypatch.setattr(sampler, "_new_actor", lambda: "new")
+    sampler.actors = ["a0", "a1", "b0", "b1"]
+    sampler._slot_nodes = {0: "A", 1: "A", 2: "B", 3: "B"}
+    assert sampler._stranded_slots() == [2, 3]
+    assert [sampler._replace(s) for s in (2, 3)] == [0, 0]  # no room on A: dropped
+    assert sampler.actors == ["a0", "a1", None, None] and killed == ["b0", "b1"]
+
+    sampler.actors = ["a0", "a1", "new", None]  # replaced before B was marked dead
+    assert sampler._stranded_slots() == [2]  # unplaced, beyond A's room
+    nodes[0]["Resources"] = {"CPU": 3.0}
+    assert sampler._stranded_slots() == []  # room for it: it may still be placed
+
+    nodes[0]["Alive"] = False
+    sampler.actors, sampler._slot_nodes = ["a0", None, None, None], {0: "A"}
+    assert sampler._stranded_slots() == [0]
+    with pytest.raises(RuntimeError, match="every worker died"):
+        sampler._replace(0)
