@@ -87,18 +87,24 @@ def encode(policy: torch.nn.Module, roots: Batch) -> Any:
 
 
 def grouped(cache: B, rows: torch.Tensor) -> tuple[B, int]:
-    """`(cache, m)` when `rows` lists every instance m times in order (each instance's beams or
-    samples, consecutive, while none has finished), else `(cache.index(rows), 1)`.
+    """`(cache rows of g instances, m)` when `rows` lists g instances m times each, in runs
+    (each instance's beams or samples are consecutive; a chunk of them too), else
+    `(cache.index(rows), 1)`.
 
-    A policy then computes its rows as (instances, m) groups against the cache itself instead
-    of a per-row copy of it (node embeddings, keys and values are large).
+    A policy then computes its rows as (g, m) groups against g cache rows instead of a per-row
+    copy of the cache (node embeddings, keys and values are large).
     """
-    n, rows_n = cache.batch_size, rows.numel()
-    if rows_n % n == 0:
-        m = rows_n // n
-        expected = torch.arange(n, device=rows.device).repeat_interleave(m)
-        if torch.equal(rows, expected):
-            return cache, m
+    n = rows.numel()
+    first = rows[:1]
+    m = int((rows == first).sum()) if n else 1
+    if n and n % m == 0:
+        heads = rows[::m]
+        if torch.equal(rows, heads.repeat_interleave(m)):
+            if heads.numel() == cache.batch_size and torch.equal(
+                heads, torch.arange(heads.numel(), device=rows.device)
+            ):
+                return cache, m
+            return cache.index(heads), m
     return cache.index(rows), 1
 
 

@@ -112,3 +112,26 @@ def test_timed_observer_counts_calls_and_rows() -> None:
     assert stats.calls == 4 and stats.rows == 8 and stats.seconds > 0
     greedy(CachedPolicy(), env, instances)
     assert stats.calls == 4  # the observer is gone after the block
+
+
+def test_grouped_reads_runs_of_equal_length_without_a_per_row_copy() -> None:
+    import dataclasses
+
+    from nco.env import Batch
+    from nco.search.policy_eval import grouped
+
+    @dataclasses.dataclass(frozen=True)
+    class Rows(Batch):
+        x: torch.Tensor
+
+    cache = Rows(torch.arange(5.0))
+    cases = [
+        ([0, 0, 1, 1, 2, 2, 3, 3, 4, 4], [0, 1, 2, 3, 4], 2),  # every instance: the cache itself
+        ([1, 1, 1, 2, 2, 2], [1, 2], 3),  # a chunk of the rows
+        ([3, 3, 3, 3], [3], 4),
+        ([0, 0, 1], [0, 0, 1], 1),  # runs of unequal length: one row each
+    ]
+    for rows, expected, m in cases:
+        got, size = grouped(cache, torch.tensor(rows))
+        assert got.x.tolist() == expected and size == m
+    assert grouped(cache, torch.arange(5))[0] is cache
