@@ -86,11 +86,13 @@ def plot(out: Path) -> None:
             initial = rows[0].get("val/initial_gap", float("nan"))
             ys = [initial] + [r["val/gap"] for r in rows]
             ax.plot(xs, ys, marker="o", label=metrics.parents[1].name)
-        ax.set_title(f"{problem}: greedy validation gap (epoch -1: initial policy)")
+        ax.set_title(f"{problem}: greedy validation gap (epoch -1: initial)")
         ax.set_xlabel("epoch")
-        ax.set_ylabel("gap %")
+        ax.set_ylabel("gap % (log scale)")
+        ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend()
+        if ax.lines:
+            ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=90)
 
