@@ -403,7 +403,7 @@ def train(
         raise StudyError(f"variants {unknown}: expected some of {sorted(study.spec.variants)}")
     study.out.mkdir(parents=True, exist_ok=True)
     # `kill PID` ends the command and its nco-train runs cleanly (last.ckpt keeps their epochs)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    previous_sigterm = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     pending = [(v, s) for s in seeds for v in variants]
     active: dict[tuple[str, int], subprocess.Popen] = {}
     last_snapshot = time.monotonic()
@@ -429,6 +429,7 @@ def train(
                 write_snapshot(study, running=set(active))
                 last_snapshot = time.monotonic()
     finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
         for proc in active.values():  # e.g. Ctrl-C: end the runs; last.ckpt keeps their epochs
             proc.terminate()
             proc.wait()

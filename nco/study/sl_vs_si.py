@@ -328,7 +328,7 @@ def run_study(
     threads = threads or max(1, (os.cpu_count() or 1) // parallel)
     deadline = time.monotonic() + max_wall if max_wall else None
     # `kill <pid>` ends the driver through the finally below, which stops its chunks too
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    previous_sigterm = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     active: dict[tuple[str, int], tuple[subprocess.Popen, int, float, str]] = {}
     try:
         while True:
@@ -359,6 +359,7 @@ def run_study(
                 active[(m, s)] = (proc, done, time.time(), git_commit(code_checkout(study.ws.root)))
             time.sleep(5)
     finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
         for (m, s), (proc, start, t0, commit) in active.items():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)  # resumable: the next run continues
@@ -503,13 +504,14 @@ def finetune(
         print(f"{folder}: all {epochs} epochs done")
         return
     require_last_checkpoint(study, folder, start)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    previous_sigterm = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     commit, t0 = git_commit(code_checkout(study.ws.root)), time.time()
     args = finetune_args(study, setup, name)
     proc = launch(folder, args, threads or os.cpu_count() or 1, study.ws.root, study.ws.cache)
     try:
         proc.wait()
     finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)  # resumable: the next run continues
             proc.wait()

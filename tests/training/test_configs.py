@@ -22,8 +22,17 @@ REPO = CONFIGS.parent
 @pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "search").glob("*.yaml")))
 def test_every_search_config_is_a_valid_decoder_call(name: str) -> None:
     """Each configs/search option names a decoder and only parameters it accepts."""
-    cfg = OmegaConf.to_container(OmegaConf.load(CONFIGS / "search" / f"{name}.yaml"))
-    decoder_kwargs(cfg)
+    decoder_kwargs(search_option(name))
+
+
+def search_option(name: str) -> dict:
+    """configs/search/<name>.yaml with the options its `defaults` list extends merged under it."""
+    node = OmegaConf.load(CONFIGS / "search" / f"{name}.yaml")
+    merged = OmegaConf.create()
+    for base in node.pop("defaults", []):
+        if base != "_self_":
+            merged = OmegaConf.merge(merged, search_option(base))
+    return OmegaConf.to_container(OmegaConf.merge(merged, node))
 
 
 @pytest.mark.parametrize("name", ["csv", "tensorboard", "wandb"])

@@ -38,6 +38,7 @@ def test_sigterm_while_sampling_stops_at_once_and_the_rerun_equals_a_straight_ru
     straight = tiny_cfg(f"trainer.max_epochs={EPOCHS}", "training.instances_per_epoch=16")
     run(straight)
     cfg = tiny_cfg(f"trainer.max_epochs={EPOCHS}", "training.instances_per_epoch=16")
+    before = signal.getsignal(signal.SIGTERM)
     real, calls = local.sample_chunk, []
 
     def chunk_then_sigterm(*args, **kwargs):
@@ -51,7 +52,7 @@ def test_sigterm_while_sampling_stops_at_once_and_the_rerun_equals_a_straight_ru
         run(cfg)
     assert len(calls) == 6, "sampling went on after SIGTERM"
     assert "Rerun the same command" in str(stop.value)
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handler restored
+    assert signal.getsignal(signal.SIGTERM) is before  # handler restored
     monkeypatch.setattr(local, "sample_chunk", real)
     assert sorted(val_rows(Path(cfg.out_dir))) == [0]
     run(cfg)
