@@ -29,7 +29,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         map_location: Any = "cpu",
         weights_only: bool | None = None,
     ) -> dict[str, Any]:
-        return super().load_checkpoint(path, map_location=map_location, weights_only=weights_only)
+        return super().load_checkpoint(
+            Path(path), map_location=map_location, weights_only=weights_only
+        )
 
     def save_checkpoint(
         self, checkpoint: dict[str, Any], path: str | os.PathLike, storage_options: Any = None

@@ -29,10 +29,12 @@ class ResumableCSVLogger(CSVLogger):
 
     @property
     def experiment(self) -> ExperimentWriter:
-        if self._experiment is None:
+        writer = self._experiment
+        if not isinstance(writer, _AppendingWriter):  # only this property sets it
             os.makedirs(self.root_dir, exist_ok=True)
-            self._experiment = _AppendingWriter(log_dir=self.log_dir)
-        return self._experiment
+            writer = _AppendingWriter(log_dir=self.log_dir)
+            self._experiment = writer
+        return writer
 
     def drop_from_epoch(self, epoch: int) -> int:
         """Remove saved and pending rows logged at `epoch` or later; returns how many went."""

@@ -52,7 +52,8 @@ class LineProgress(ProgressBar):
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not self._enabled or trainer.sanity_checking:
             return
-        stats = dict(getattr(trainer.datamodule, "epoch_stats", {}) or {})
+        datamodule = getattr(trainer, "datamodule", None)  # absent from Trainer's type stubs
+        stats = dict(getattr(datamodule, "epoch_stats", {}) or {})
         values = {k: stats[k] for k in ("sample/cost",) if k in stats}
         values.update(
             {k: float(trainer.callback_metrics[k]) for k in SHOWN if k in trainer.callback_metrics}

@@ -26,6 +26,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from omegaconf import DictConfig, OmegaConf
 
 from nco import checkpoint, registry
+from nco.config import to_dict
 from nco.datasets import load_datasets
 from nco.distributed import Sampler, make_sampler
 from nco.env import Batch, Env
@@ -101,10 +102,10 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
     L.seed_everything(int(cfg.seed), verbose=False)
     out = Path(cfg.out_dir)
     tcfg = cfg.training
-    model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
-    problem_cfg = OmegaConf.to_container(cfg.problem, resolve=True)
+    model_cfg = to_dict(cfg.model, "model")
+    problem_cfg = to_dict(cfg.problem, "problem")
     registry.check_pair(model_cfg, problem_cfg["env"], "train config")
-    search_cfg = OmegaConf.to_container(cfg.search, resolve=True)
+    search_cfg = to_dict(cfg.search, "search")
     env = instantiate(cfg.problem.env)
     policy = instantiate(cfg.model)
     if cfg.get("init_checkpoint"):
@@ -239,7 +240,7 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     last finished epoch's `last.ckpt` and repeats that epoch exactly.
     """
     trainer, module, datamodule = build(cfg)
-    params = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=False)
+    params = to_dict(cfg, "train config")
     for logger in trainer.loggers:
         logger.log_hyperparams(params)
     main_thread = threading.current_thread() is threading.main_thread()
