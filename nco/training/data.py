@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import lightning as L
 import torch
@@ -38,6 +38,9 @@ from nco.env import Batch, Env
 from nco.search.solutions import Best, Solutions
 from nco.training.buffer import TrajectoryBuffer
 from nco.training.trajectories import TrajectoryBatches, check_imitation
+
+if TYPE_CHECKING:
+    from nco.training.module import SelfImprovementModule
 
 MODES = ("si", "sl")
 TIE_BREAKS = ("first", "random")
@@ -313,9 +316,11 @@ class TrajectoryDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         """The epoch's batches; in SI mode, runs the sampling step first."""
-        epoch = self.trainer.current_epoch
+        trainer = self.trainer
+        assert trainer is not None  # Lightning attaches the DataModule before asking for data
+        epoch = trainer.current_epoch
         if self.mode == "si" and epoch > self.collected_epoch:
-            module = self.trainer.lightning_module
+            module = cast("SelfImprovementModule", trainer.lightning_module)
             trained = module.evaluated_policy  # the weight average with training.ema_decay
             policy = module.best_policy if self.sample_policy == "best" else trained
             self.collect(policy, module.best_version, epoch)
@@ -332,6 +337,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         rank, _ = self._rank()
         seed = derive_seed(self.seed, epoch, TRAIN, rank)
         groups, num, size = self.buffer.groups, self.batches_per_epoch, self.batch_size
+        batches: IterableDataset
         if self.imitation == "trajectories":
             batches = TrajectoryBatches(self.env, groups, num, size, seed, self.augment)
         else:
@@ -347,7 +353,8 @@ class TrajectoryDataModule(L.LightningDataModule):
             (self.val_instances.index(idx), self.val_references[idx], idx)
             for idx in rows.split(self.val_batch_size)
         ]
-        return DataLoader(chunks, batch_size=None, collate_fn=_identity)
+        # A list is a map-style dataset (len, getitem); torch's stubs ask for a Dataset.
+        return DataLoader(chunks, batch_size=None, collate_fn=_identity)  # type: ignore[arg-type]
 
     def transfer_batch_to_device(
         self, batch: tuple[Any, ...], device: torch.device, dataloader_idx: int

@@ -14,6 +14,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from nco.decode import decode
 from nco.env import Batch, Env
+from nco.policy import HasCache
 from nco.training.trajectories import check_imitation, trajectory_loss
 
 GREEDY = {"method": "greedy"}
@@ -117,7 +118,9 @@ class SelfImprovementModule(L.LightningModule):
         """One optimizer step on a batch of sub-trajectory states and expert next actions, or
         (`imitation="trajectories"`) of instances and whole expert trajectories."""
         if self.imitation == "trajectories":
-            loss = trajectory_loss(self.policy, self.env, *batch)
+            policy = self.policy
+            assert isinstance(policy, HasCache)  # check_imitation refused any other at build
+            loss = trajectory_loss(policy, self.env, *batch)
         else:
             loss = self.loss(*batch)
         self.log("train/loss", loss, on_step=True, on_epoch=True, prog_bar=True)
@@ -155,7 +158,9 @@ class SelfImprovementModule(L.LightningModule):
         """Set the step's learning rate from the schedule."""
         if self.scheduled:
             lr = self.scheduled_lr()
-            for group in self.optimizers().param_groups:
+            optimizer = self.optimizers()
+            assert not isinstance(optimizer, list)  # configure_optimizers returns one
+            for group in optimizer.param_groups:
                 group["lr"] = lr
 
     def on_train_epoch_start(self) -> None:
@@ -220,10 +225,17 @@ class SelfImprovementModule(L.LightningModule):
         cost = self.env.cost(objective)
         return float(((cost - refs) / refs).mean() * 100)
 
+    def _gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """`all_gather` of one tensor: (world, *shape)."""
+        gathered = self.all_gather(tensor)
+        assert isinstance(gathered, torch.Tensor)  # a tensor in, a tensor out
+        return gathered
+
     def on_train_epoch_end(self) -> None:
         """Log the DataModule's sampling statistics, the epoch's wall times and (decaying runs)
         learning rate."""
-        stats = dict(getattr(self.trainer.datamodule, "epoch_stats", {}))
+        datamodule = getattr(self.trainer, "datamodule", None)  # absent from Trainer's stubs
+        stats = dict(getattr(datamodule, "epoch_stats", {}))
         if "train_s" in self._clock:
             stats["time/training_s"] = self._clock.pop("train_s")
         if "lr" in self._clock:  # the learning rate this epoch trained with (decaying runs)
@@ -268,12 +280,12 @@ class SelfImprovementModule(L.LightningModule):
             [torch.cat([v.to(self.device, torch.float64) for v in self._val[k]]) for k in keys]
         )
         if self.trainer.world_size > 1:  # pad the ranks' shares to one length, gather, unpad
-            size = int(self.all_gather(torch.tensor(index.numel(), device=self.device)).max())
+            size = int(self._gather(torch.tensor(index.numel(), device=self.device)).max())
             pad = size - index.numel()
             index = F.pad(index, (0, pad), value=-1)
             values = F.pad(values, (0, pad), value=float("nan"))
-            index = self.all_gather(index).flatten()
-            values = self.all_gather(values).transpose(0, 1).flatten(1)
+            index = self._gather(index).flatten()
+            values = self._gather(values).transpose(0, 1).flatten(1)
             keep = index >= 0
             index, values = index[keep], values[:, keep]
         order = index.argsort().cpu()

@@ -31,6 +31,7 @@ from torch import nn
 from torch.utils.data import IterableDataset
 
 from nco.env import Batch, Env
+from nco.policy import HasCache
 from nco.search.policy_eval import has_cache
 
 IMITATIONS = ("subtrajectories", "trajectories")
@@ -59,7 +60,7 @@ def augment_setting(value: Any) -> bool | list[int]:
 
 
 def trajectory_loss(
-    policy: nn.Module, env: Env, instances: Batch, actions: torch.Tensor
+    policy: HasCache, env: Env, instances: Batch, actions: torch.Tensor
 ) -> torch.Tensor:
     """Mean next-action cross-entropy over every step of the expert trajectories.
 
