@@ -47,7 +47,7 @@ class Problem:
         name: the registry key and the env's `name` ("tsp").
         env: the env class (allowlisted for checkpoints).
         instances: the instance batch class (allowlisted for buffers).
-        fields: the `.npz` arrays of one dataset, leading dim = instances (DESIGN.md).
+        fields: the `.npz` arrays of one dataset, leading dim = instances.
         coord_fields: fields holding 2-D coordinates, mapped into the unit square for policies.
         read: a dataset file -> `Dataset` (references and names included where the file has
             them); library files set `Dataset.metric` and `weights`.

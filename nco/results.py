@@ -1,7 +1,7 @@
 """The results JSON every scoring command writes (`nco-baseline`, `nco-eval`), and its table.
 
 One file per run: `{"problem", "dataset", "method", "num_instances", "objectives",
-"references", "gaps", "mean_cost", "mean_gap", "wall_time_s", "solutions"}` as in DESIGN.md,
+"references", "gaps", "mean_cost", "mean_gap", "wall_time_s", "solutions"}` (docs/evaluation.md),
 plus the optional per-instance `times_s` and `names` and a free-form `info` dict. Objectives are
 the problem's natural cost (tour length, makespan). References may be missing for some
 instances (null): their gaps are null and `mean_gap` (percent) averages the others.
@@ -107,7 +107,7 @@ class Results:
         return float(np.mean(refs)) if refs else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of DESIGN.md (plus the optional fields that are set)."""
+        """The results JSON object (plus the optional fields that are set)."""
         out: dict[str, Any] = {
             "problem": self.problem,
             "dataset": self.dataset,

@@ -1,4 +1,4 @@
-"""Decoders over the constructive-step protocol (DESIGN.md: nco.search)."""
+"""Decoders over the constructive-step protocol (docs/architecture.md)."""
 
 from nco.search.decoders import beam_search, greedy, gumbeldore, nucleus_schedule, sample, sbs
 from nco.search.solutions import Best, Solutions

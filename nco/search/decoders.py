@@ -1,4 +1,4 @@
-"""The public decoders of DESIGN.md: greedy, beam search, sampling, SBS and Gumbeldore."""
+"""The public decoders: greedy, beam search, sampling, SBS and Gumbeldore."""
 
 from __future__ import annotations
 
