@@ -150,7 +150,8 @@ def plugin_packages() -> tuple[str, ...]:
 
 
 def canonical_target(target: str) -> str:
-    """`target` with a pre-1.0 `models.` / `problems.` prefix mapped into `nco.`."""
+    """`target` with the `models.` / `problems.` prefix of files written before nco was one
+    package mapped into `nco.`."""
     for old, new in LEGACY_PREFIXES.items():
         if target.startswith(old):
             return new + target[len(old) :]
