@@ -192,3 +192,23 @@ def test_val_env_overrides_the_generated_validation_set(tmp_path) -> None:
     val, _ = validation_set(cvrp, env)
     assert bool((val.capacity == 50).all())
     assert len(set(env.generate(64).capacity.tolist())) > 1
+
+
+def test_validation_data_takes_named_sets_and_files_like_nco_eval(tmp_path) -> None:
+    """`training.val_data` resolves as `nco-eval data=` does: a named set (with its shipped
+    references) or a file; a set of another problem is refused naming both."""
+    import numpy as np
+
+    from nco.problems.cvrp import CVRPEnv
+    from nco.problems.tsp import TSPEnv
+    from nco.training.runner import validation_data
+
+    instances, refs = validation_data("kool:tsp20_test", TSPEnv(20))
+    assert instances.batch_size == 10000 and refs is not None
+    assert abs(float(refs.mean()) - 3.84) < 0.01  # Kool et al.'s TSP20 optimum, 3.84
+    coords = np.random.default_rng(0).uniform(size=(3, 20, 2))
+    np.savez(tmp_path / "val.npz", coords=coords, reference_costs=np.array([4.0, 4.1, 4.2]))
+    instances, refs = validation_data(str(tmp_path / "val.npz"), TSPEnv(20))
+    assert np.allclose(instances.coords.numpy(), coords) and refs.tolist() == [4.0, 4.1, 4.2]
+    with pytest.raises(ValueError, match="tsp set, not cvrp"):
+        validation_data("kool:tsp20_test", CVRPEnv(20))
