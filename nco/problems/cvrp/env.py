@@ -9,7 +9,7 @@ import torch
 
 from nco.env import Env
 from nco.problems.cvrp.augment import reverse_routes, sort_routes
-from nco.problems.cvrp.generator import MAX_DEMAND, default_capacity, generate
+from nco.problems.cvrp.generator import capacity_settings, check_instances, generate
 from nco.problems.cvrp.subproblems import sample_subproblems
 from nco.problems.cvrp.types import CVRPInstances, CVRPState
 from nco.problems.tsp.augment import apply_symmetry, random_augment
@@ -50,20 +50,10 @@ class CVRPEnv(Env[CVRPInstances, CVRPState]):
         capacity: int | None = None,
         capacity_range: Sequence[int] | None = None,
     ) -> None:
-        if num_customers < 1:
-            raise ValueError(f"Expected num_customers >= 1, got {num_customers}.")
-        if capacity is not None and capacity < MAX_DEMAND:
-            raise ValueError(f"Expected capacity >= {MAX_DEMAND} (max demand), got {capacity}.")
         self.num_customers = num_customers
-        self.capacity = capacity if capacity is not None else default_capacity(num_customers)
-        self.capacity_range: tuple[int, int] | None = None
-        if capacity_range is not None:
-            if len(capacity_range) != 2 or not MAX_DEMAND <= capacity_range[0] <= capacity_range[1]:
-                raise ValueError(
-                    f"Expected capacity_range (lo, hi) with {MAX_DEMAND} <= lo <= hi, "
-                    f"got {capacity_range}."
-                )
-            self.capacity_range = (int(capacity_range[0]), int(capacity_range[1]))
+        self.capacity, self.capacity_range = capacity_settings(
+            num_customers, capacity, capacity_range
+        )
 
     def generate(self, num: int, generator: torch.Generator | None = None) -> CVRPInstances:
         """Kool-style random instances (see nco.problems.cvrp.generator.generate)."""
@@ -71,13 +61,8 @@ class CVRPEnv(Env[CVRPInstances, CVRPState]):
 
     def reset(self, instances: CVRPInstances) -> CVRPState:
         """Root states: the vehicle is full at the depot and every customer remains."""
+        check_instances(instances)
         b, n = instances.demands.shape
-        if n < 1:
-            raise ValueError("CVRP instances need at least one customer.")
-        if bool((instances.demands < 0).any()) or bool(
-            (instances.demands > instances.capacity.unsqueeze(1)).any()
-        ):
-            raise ValueError("CVRP instances need demands in 0..capacity.")
         dev = instances.locs.device
         zero = torch.zeros(b, dtype=torch.long, device=dev)
         return CVRPState(

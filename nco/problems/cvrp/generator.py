@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from nco.problems.cvrp.types import CVRPInstances
@@ -20,6 +22,35 @@ def default_capacity(num_customers: int) -> int:
             f"(standard sizes: {sorted(KOOL_CAPACITY)})."
         )
     return KOOL_CAPACITY[num_customers]
+
+
+def capacity_settings(
+    num_customers: int, capacity: int | None, capacity_range: Sequence[int] | None
+) -> tuple[int, tuple[int, int] | None]:
+    """The checked (capacity, capacity_range) of a CVRP env: `capacity` defaults to the
+    standard one for the size; `capacity_range` (lo, hi) draws one per instance (paper D.3.4)."""
+    if num_customers < 1:
+        raise ValueError(f"Expected num_customers >= 1, got {num_customers}.")
+    if capacity is not None and capacity < MAX_DEMAND:
+        raise ValueError(f"Expected capacity >= {MAX_DEMAND} (max demand), got {capacity}.")
+    if capacity_range is None:
+        return capacity if capacity is not None else default_capacity(num_customers), None
+    if len(capacity_range) != 2 or not MAX_DEMAND <= capacity_range[0] <= capacity_range[1]:
+        raise ValueError(
+            f"Expected capacity_range (lo, hi) with {MAX_DEMAND} <= lo <= hi, got {capacity_range}."
+        )
+    fixed = capacity if capacity is not None else default_capacity(num_customers)
+    return fixed, (int(capacity_range[0]), int(capacity_range[1]))
+
+
+def check_instances(instances: CVRPInstances) -> None:
+    """ValueError unless every instance has a customer and demands in 0..capacity."""
+    if instances.demands.shape[1] < 1:
+        raise ValueError("CVRP instances need at least one customer.")
+    if bool((instances.demands < 0).any()) or bool(
+        (instances.demands > instances.capacity.unsqueeze(1)).any()
+    ):
+        raise ValueError("CVRP instances need demands in 0..capacity.")
 
 
 def generate(
