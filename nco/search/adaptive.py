@@ -31,7 +31,7 @@ from nco.env import Batch, Env
 from nco.search import anytime
 from nco.search.beam import Leaves, run_round
 from nco.search.counting import counting
-from nco.search.decoders import ADVANTAGES, UPDATES, nucleus_schedule, update_trie
+from nco.search.decoders import check_gumbeldore_args, nucleus_schedule, update_trie
 from nco.search.gumbel import gumbel
 from nco.search.solutions import Solutions
 from nco.search.trie import Trie
@@ -66,23 +66,7 @@ def _check(
     stop_chance: float,
     max_width: int | None,
 ) -> None:
-    for name, value in (("beam_width", beam_width), ("rounds", rounds)):
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"Expected {name} to be a positive integer, got {value!r}.")
-    if update not in UPDATES:
-        raise ValueError(f"Unknown update {update!r}; expected one of {', '.join(UPDATES)}.")
-    if advantage not in ADVANTAGES:
-        raise ValueError(
-            f"Unknown advantage {advantage!r}; expected one of {', '.join(ADVANTAGES)}."
-        )
-    if advantage == "mean" and update != "global":
-        raise ValueError(f"Expected update 'global' with advantage 'mean', got {update!r}.")
-    if not 0.0 < p_min <= 1.0:
-        raise ValueError(f"Expected p_min in (0, 1], got {p_min}.")
-    if sigma < 0:
-        raise ValueError(f"Expected sigma >= 0, got {sigma}.")
-    if top_p is not None and not 0.0 < top_p <= 1.0:
-        raise ValueError(f"Expected top_p in (0, 1], got {top_p}.")
+    check_gumbeldore_args(beam_width, rounds, sigma, p_min, update, advantage, top_p)
     if not 0.0 <= stop_mass <= 1.0:
         raise ValueError(f"Expected stop_mass in [0, 1], got {stop_mass}.")
     if not 0.0 <= stop_chance <= 1.0:

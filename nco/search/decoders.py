@@ -219,6 +219,34 @@ def update_trie(trie: Trie, leaves: Leaves, update: str, baseline: float | None 
 
 
 @torch.no_grad()
+def check_gumbeldore_args(
+    beam_width: int,
+    rounds: int,
+    sigma: float,
+    p_min: float,
+    update: str,
+    advantage: str,
+    top_p: float | None,
+) -> None:
+    """ValueError naming the first of Gumbeldore's arguments that is out of range."""
+    _check_positive("beam_width", beam_width)
+    _check_positive("rounds", rounds)
+    if update not in UPDATES:
+        raise ValueError(f"Unknown update {update!r}; expected one of {', '.join(UPDATES)}.")
+    if advantage not in ADVANTAGES:
+        raise ValueError(
+            f"Unknown advantage {advantage!r}; expected one of {', '.join(ADVANTAGES)}."
+        )
+    if advantage == "mean" and update != "global":
+        raise ValueError(f"Expected update 'global' with advantage 'mean', got {update!r}.")
+    if not 0.0 < p_min <= 1.0:
+        raise ValueError(f"Expected p_min in (0, 1], got {p_min}.")
+    if sigma < 0:
+        raise ValueError(f"Expected sigma >= 0, got {sigma}.")
+    if top_p is not None:
+        _check_top_p(top_p)
+
+
 def gumbeldore(
     policy: torch.nn.Module,
     env: Env,
@@ -245,22 +273,7 @@ def gumbeldore(
     authors' Gomoku setting `normalize_advantage_by_visit_count`) by sigma x their mean.
     Fewer sequences come back (padded) when the domain runs out.
     """
-    _check_positive("beam_width", beam_width)
-    _check_positive("rounds", rounds)
-    if update not in UPDATES:
-        raise ValueError(f"Unknown update {update!r}; expected one of {', '.join(UPDATES)}.")
-    if advantage not in ADVANTAGES:
-        raise ValueError(
-            f"Unknown advantage {advantage!r}; expected one of {', '.join(ADVANTAGES)}."
-        )
-    if advantage == "mean" and update != "global":
-        raise ValueError(f"Expected update 'global' with advantage 'mean', got {update!r}.")
-    if not 0.0 < p_min <= 1.0:
-        raise ValueError(f"Expected p_min in (0, 1], got {p_min}.")
-    if sigma < 0:
-        raise ValueError(f"Expected sigma >= 0, got {sigma}.")
-    if top_p is not None:
-        _check_top_p(top_p)
+    check_gumbeldore_args(beam_width, rounds, sigma, p_min, update, advantage, top_p)
     schedule = nucleus_schedule(rounds, p_min) if top_p is None else [top_p] * rounds
     roots = env.reset(instances)
     n, dev = roots.batch_size, roots.device
