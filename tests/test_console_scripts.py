@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
@@ -99,3 +100,36 @@ def test_ray_is_imported_only_for_ray_sampling() -> None:
         "assert 'ray' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=ENV, timeout=120)
+
+
+JSSP_SHIPPED = [
+    name
+    for name in ("jssp", "jssp_small")
+    if (REPO / "data" / "checkpoints" / name / "best.pt").is_file()
+]
+
+
+@pytest.mark.parametrize("name", JSSP_SHIPPED)
+def test_nco_solve_jssp_checkpoint_on_taillard_and_orlib_files(tmp_path: Path, name: str) -> None:
+    """A shipped JSSP policy schedules a user's 6x6 instance given in Taillard's format and in
+    the OR-Library format: the same feasible schedule from both, its makespan as the cost, and a
+    Gantt chart."""
+    from nco.problems.jssp.generator import generate  # noqa: PLC0415
+    from nco.problems.jssp.io import write_orlib, write_taillard  # noqa: PLC0415
+    from nco.problems.jssp.schedule import check_schedule  # noqa: PLC0415
+
+    instance = generate(1, [(6, 6)], torch.Generator().manual_seed(3))
+    write_taillard(tmp_path / "user_ta.txt", instance)
+    write_orlib(tmp_path / "user_orlib.txt", instance)
+    results = []
+    for file in ("user_ta.txt", "user_orlib.txt"):
+        out = tmp_path / f"{file}.json"
+        run("nco-solve", f"instance={file}", f"checkpoint=shipped:{name}", f"out={out}",
+            cwd=tmp_path)  # fmt: skip
+        results.append(json.loads(out.read_text()))
+        assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ta, orlib = results
+    assert ta["start_times"] == orlib["start_times"] and ta["cost"] == orlib["cost"]
+    durations = instance.durations[0].numpy()
+    makespan = check_schedule(durations, instance.machines[0].numpy(), np.array(ta["start_times"]))
+    assert ta["cost"] == makespan and ta["problem"] == "jssp"
