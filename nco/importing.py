@@ -81,23 +81,31 @@ def _ff_dim(weights: dict[str, torch.Tensor], layer: str) -> int:
     return int(weights[layer + "linear1.weight"].shape[0])
 
 
-def _bq_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
-    """Model config and name map of the authors' BQ TSP network (tsp/bq_network.py)."""
-    _require(
-        weights, ("node_embedding.weight", "graph_encoder.0.linear1.weight"), "tsp/bq_network.py"
-    )
+def _bq(
+    weights: dict[str, torch.Tensor],
+    heads: int,
+    keys: tuple[str, ...],
+    source: str,
+    marker: str,
+    target: str,
+    **extra: Any,
+) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of the authors' BQ networks (`source`: tsp/ or
+    cvrp/bq_network.py): node embedding, learned `marker` rows, ReZero encoder layers, a linear
+    head. TSP and CVRP differ only in the marker parameter, the policy class and `extra` config."""
+    _require(weights, keys, source)
     layers = _count(weights, "graph_encoder")
     names = {
         "node_embedding.weight": "embed.weight",
         "node_embedding.bias": "embed.bias",
-        "first_last_marker.weight": "markers",
+        marker: "markers",
         "policy_linear_out.weight": "head.weight",
         "policy_linear_out.bias": "head.bias",
     }
     for i in range(layers):
         names.update(_layer(f"graph_encoder.{i}.", f"encoder.layers.{i}.", rezero=True))
     model = {
-        "_target_": "nco.models.bq.BQPolicy",
+        "_target_": target,
         "dim": int(weights["node_embedding.weight"].shape[0]),
         "layers": layers,
         "heads": heads,
@@ -106,8 +114,16 @@ def _bq_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[st
         "knn": None,
         "activation": "gelu",
         "rezero": "shared",
+        **extra,
     }
     return model, names
+
+
+def _bq_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
+    """Model config and name map of the authors' BQ TSP network (tsp/bq_network.py)."""
+    keys = ("node_embedding.weight", "graph_encoder.0.linear1.weight")
+    marker = "first_last_marker.weight"
+    return _bq(weights, heads, keys, "tsp/bq_network.py", marker, "nco.models.bq.BQPolicy")
 
 
 def _lehd_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
@@ -144,36 +160,12 @@ def _lehd_tsp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[
 
 
 def _bq_cvrp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
-    """Model config and name map of the authors' BQ CVRP network (cvrp/bq_network.py)."""
-    keys = (
-        "node_embedding.weight",
-        "depot_start_node_marker.weight",
-        "graph_encoder.0.linear1.weight",
-    )
-    _require(weights, keys, "cvrp/bq_network.py")
-    layers = _count(weights, "graph_encoder")
-    names = {
-        "node_embedding.weight": "embed.weight",
-        "node_embedding.bias": "embed.bias",
-        "depot_start_node_marker.weight": "markers",  # rows: depot, start node (form "paper")
-        "policy_linear_out.weight": "head.weight",
-        "policy_linear_out.bias": "head.bias",
-    }
-    for i in range(layers):
-        names.update(_layer(f"graph_encoder.{i}.", f"encoder.layers.{i}.", rezero=True))
-    model = {
-        "_target_": "nco.models.bq_cvrp.BQCVRPPolicy",
-        "dim": int(weights["node_embedding.weight"].shape[0]),
-        "layers": layers,
-        "heads": heads,
-        "ff_dim": _ff_dim(weights, "graph_encoder.0."),
-        "precision": "fp32",
-        "knn": None,
-        "activation": "gelu",
-        "rezero": "shared",
-        "form": "paper",
-    }
-    return model, names
+    """Model config and name map of the authors' BQ CVRP network (cvrp/bq_network.py); its
+    marker rows are depot and start node (form "paper")."""
+    marker = "depot_start_node_marker.weight"
+    keys = ("node_embedding.weight", marker, "graph_encoder.0.linear1.weight")
+    target = "nco.models.bq_cvrp.BQCVRPPolicy"
+    return _bq(weights, heads, keys, "cvrp/bq_network.py", marker, target, form="paper")
 
 
 def _jssp(weights: dict[str, torch.Tensor], heads: int) -> tuple[dict, dict[str, str]]:
