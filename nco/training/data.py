@@ -23,7 +23,7 @@ with the trained policy (and trains on that epoch's trajectories only).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import lightning as L
@@ -36,6 +36,7 @@ from nco.distributed import Sampler
 from nco.distributed.chunks import cat_best, chunk_bounds, derive_seed, seeded_generator
 from nco.env import Batch, Env
 from nco.search.solutions import Best, Solutions
+from nco.training.batches import BufferBatches
 from nco.training.buffer import TrajectoryBuffer
 from nco.training.trajectories import TrajectoryBatches, check_imitation
 
@@ -102,35 +103,14 @@ def all_ranks(value: Any, world: int) -> list[Any]:
     return out
 
 
-class SubTrajectoryBatches(IterableDataset):
-    """`num_batches` training batches (states, targets) from random buffer rows.
+class SubTrajectoryBatches(BufferBatches):
+    """`num_batches` training batches (states, targets) from random buffer rows
+    (`BufferBatches`): `env.training_batch` of each draw, one random prefix per trajectory."""
 
-    `groups` are (instances, actions) of one instance shape each; every batch draws its rows
-    from one group, chosen with probability proportional to the group's size.
-    """
-
-    def __init__(
-        self,
-        env: Env,
-        groups: list[tuple[Batch, torch.Tensor]],
-        num_batches: int,
-        batch_size: int,
-        seed: int,
-    ) -> None:
-        self.env, self.groups = env, groups
-        self.num_batches, self.batch_size, self.seed = num_batches, batch_size, seed
-
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor]]:
-        gen = torch.Generator().manual_seed(self.seed)
-        sizes = torch.tensor([float(a.shape[0]) for _, a in self.groups])
-        for _ in range(self.num_batches):
-            g = int(torch.multinomial(sizes, 1, generator=gen)) if len(self.groups) > 1 else 0
-            instances, actions = self.groups[g]
-            idx = torch.randint(actions.shape[0], (self.batch_size,), generator=gen)
-            yield self.env.training_batch(instances.index(idx), actions[idx], gen)
+    def batch(
+        self, instances: Batch, actions: torch.Tensor, gen: torch.Generator
+    ) -> tuple[Batch, torch.Tensor]:
+        return self.env.training_batch(instances, actions, gen)
 
 
 def p_min_for_epoch(schedule: Mapping[int, float] | None, epoch: int) -> float | None:

@@ -22,17 +22,17 @@ rotations, keep the direction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.data import IterableDataset
 
 from nco.env import Batch, Env
 from nco.policy import HasCache
 from nco.search.policy_eval import has_cache
+from nco.training.batches import BufferBatches
 
 IMITATIONS = ("subtrajectories", "trajectories")
 
@@ -97,11 +97,11 @@ def trajectory_loss(
     return total / count
 
 
-class TrajectoryBatches(IterableDataset):
+class TrajectoryBatches(BufferBatches):
     """`num_batches` batches (instances, actions) of `batch_size` whole trajectories drawn
-    from the buffer's `groups` (one instance shape each, chosen in proportion to its size),
-    each instance under a random symmetry code: among all of the env's with `augment` true,
-    among the codes listed in `augment`, none with false."""
+    from the buffer's `groups` (`BufferBatches`: one instance shape each, chosen in proportion
+    to its size), each instance under a random symmetry code: among all of the env's with
+    `augment` true, among the codes listed in `augment`, none with false."""
 
     def __init__(
         self,
@@ -112,8 +112,7 @@ class TrajectoryBatches(IterableDataset):
         seed: int,
         augment: bool | Sequence[int] = True,
     ) -> None:
-        self.env, self.groups = env, groups
-        self.num_batches, self.batch_size, self.seed = num_batches, batch_size, seed
+        super().__init__(env, groups, num_batches, batch_size, seed)
         count = getattr(env, "num_augmentations", None)
         available = int(count()) if callable(count) else 1
         if isinstance(augment, bool):
@@ -127,18 +126,10 @@ class TrajectoryBatches(IterableDataset):
                 )
         self.codes = torch.tensor(codes)
 
-    def __len__(self) -> int:
-        return self.num_batches
-
-    def __iter__(self) -> Iterator[tuple[Batch, torch.Tensor]]:
-        gen = torch.Generator().manual_seed(self.seed)
-        sizes = torch.tensor([float(a.shape[0]) for _, a in self.groups])
-        for _ in range(self.num_batches):
-            g = int(torch.multinomial(sizes, 1, generator=gen)) if len(self.groups) > 1 else 0
-            instances, actions = self.groups[g]
-            idx = torch.randint(actions.shape[0], (self.batch_size,), generator=gen)
-            chosen = instances.index(idx)
-            if bool((self.codes != 0).any()):
-                pick = torch.randint(len(self.codes), (self.batch_size,), generator=gen)
-                chosen = self.env.augment(chosen, self.codes[pick])
-            yield chosen, actions[idx]
+    def batch(
+        self, instances: Batch, actions: torch.Tensor, gen: torch.Generator
+    ) -> tuple[Batch, torch.Tensor]:
+        if bool((self.codes != 0).any()):
+            pick = torch.randint(len(self.codes), (self.batch_size,), generator=gen)
+            instances = self.env.augment(instances, self.codes[pick])
+        return instances, actions
