@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +9,12 @@ import numpy as np
 import torch
 
 from nco.dataset import Dataset, GeneratedSet
-from nco.problem import Instance, Problem
+from nco.problem import Instance, Problem, kool_sets
 from nco.problems.cvrp.env import CVRPEnv
 from nco.problems.cvrp.generator import default_capacity
 from nco.problems.cvrp.types import CVRPInstances
 
 KOOL_SIZES = (20, 50, 100)
-KOOL_SPLIT_SEEDS = {"test": 1234, "val": 4321}
-KOOL_NUM = 10_000
 GENERALIZATION_NUM = 128
 GENERALIZATION_SETS = {  # name: (customers, numpy legacy seed, ../shared/data/reference/ file)
     "lehd:cvrp200": (200, 12345, "cvrp200_128.npz"),
@@ -48,21 +45,9 @@ def kool_cvrp(num: int, size: int, seed: int, capacity: int | None = None) -> di
 
 def generated_sets() -> dict[str, GeneratedSet]:
     """Kool's test / validation sets and LEHD's generalization sets (LKH-3 references)."""
-    sets = {
-        f"kool:cvrp{n}_{split}": GeneratedSet(
-            "cvrp", functools.partial(kool_cvrp, KOOL_NUM, n, seed)
-        )
-        for n in KOOL_SIZES
-        for split, seed in KOOL_SPLIT_SEEDS.items()
-    }
-    for name, (n, seed, file) in GENERALIZATION_SETS.items():
-        sets[name] = GeneratedSet(
-            "cvrp",
-            functools.partial(kool_cvrp, GENERALIZATION_NUM, n, seed),
-            shared_file=file,
-            shared_source="LKH-3 (LEHD)",
-        )
-    return sets
+    return kool_sets(
+        "cvrp", kool_cvrp, KOOL_SIZES, GENERALIZATION_SETS, GENERALIZATION_NUM, "LKH-3 (LEHD)"
+    )
 
 
 def read(path: Path) -> Dataset:

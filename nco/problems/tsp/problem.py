@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +9,11 @@ import numpy as np
 import torch
 
 from nco.dataset import Dataset, GeneratedSet
-from nco.problem import Instance, Problem
+from nco.problem import Instance, Problem, kool_sets
 from nco.problems.tsp.env import TSPEnv
 from nco.problems.tsp.types import TSPInstances
 
 KOOL_SIZES = (20, 50, 100)
-KOOL_SPLIT_SEEDS = {"test": 1234, "val": 4321}
-KOOL_NUM = 10_000
 GENERALIZATION_NUM = 128
 GENERALIZATION_SETS = {  # name: (size, numpy legacy seed, ../shared/data/reference/ file)
     "bq:tsp200": (200, 777, "tsp200_bq_128.npz"),
@@ -33,19 +30,14 @@ def kool_tsp(num: int, size: int, seed: int) -> dict[str, np.ndarray]:
 
 def generated_sets() -> dict[str, GeneratedSet]:
     """Kool's test / validation sets and BQ's generalization sets (Concorde references)."""
-    sets = {
-        f"kool:tsp{n}_{split}": GeneratedSet("tsp", functools.partial(kool_tsp, KOOL_NUM, n, seed))
-        for n in KOOL_SIZES
-        for split, seed in KOOL_SPLIT_SEEDS.items()
-    }
-    for name, (n, seed, file) in GENERALIZATION_SETS.items():
-        sets[name] = GeneratedSet(
-            "tsp",
-            functools.partial(kool_tsp, GENERALIZATION_NUM, n, seed),
-            shared_file=file,
-            shared_source="Concorde optimal tours (BQ-NCO)",
-        )
-    return sets
+    return kool_sets(
+        "tsp",
+        kool_tsp,
+        KOOL_SIZES,
+        GENERALIZATION_SETS,
+        GENERALIZATION_NUM,
+        "Concorde optimal tours (BQ-NCO)",
+    )
 
 
 def read(path: Path) -> Dataset:
