@@ -23,6 +23,7 @@ from nco.problems.tsp import TSPInstances
 from nco.problems.tsp.io import tsplib_length
 from nco.problems.tsp.solvers import solve_exact
 from nco.search import greedy
+from tests.tiny_files import TINY6_VRP
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -32,32 +33,6 @@ TSP_COORDS = np.array(
 )
 # OR-Library layout: "J M", then per job the pairs (machine, duration).
 JSSP_TEXT = "3 3\n0 3 1 2 2 2\n0 2 2 1 1 4\n1 4 2 3 0 3\n"
-VRP_TEXT = """NAME : tiny6
-TYPE : CVRP
-DIMENSION : 7
-EDGE_WEIGHT_TYPE : EUC_2D
-CAPACITY : 10
-NODE_COORD_SECTION
-1 50 50
-2 10 10
-3 20 90
-4 80 80
-5 90 20
-6 30 40
-7 70 60
-DEMAND_SECTION
-1 0
-2 4
-3 5
-4 3
-5 6
-6 4
-7 2
-DEPOT_SECTION
-1
--1
-EOF
-"""
 
 
 def compose_cfg(overrides: list[str]) -> DictConfig:
@@ -87,7 +62,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     header = "NAME : tiny8\nTYPE : TSP\nDIMENSION : 8\nEDGE_WEIGHT_TYPE : EUC_2D\n"
     (root / "tiny8.tsp").write_text(header + "NODE_COORD_SECTION\n" + "\n".join(lines) + "\nEOF\n")
     (root / "tiny3x3.txt").write_text(JSSP_TEXT)
-    (root / "tiny6.vrp").write_text(VRP_TEXT)
+    (root / "tiny6.vrp").write_text(TINY6_VRP)
     model = OmegaConf.to_container(OmegaConf.load(CONFIGS / "model" / "bq_tsp_tiny.yaml"))
     problem = {"name": "tsp", "num_nodes": 8, "env": {"_target_": "nco.problems.tsp.TSPEnv"}}
     torch.manual_seed(0)
@@ -283,6 +258,6 @@ def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
     assert results.references == [ref, None]
     assert results.gaps[0] >= 0 and results.gaps[1] is None
     assert json.loads(out.read_text())["names"] == ["a8", "b8"]
-    (folder / "c.vrp").write_text(VRP_TEXT)
+    (folder / "c.vrp").write_text(TINY6_VRP)
     with pytest.raises(ValueError, match="not"):
         evaluation.run(compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}"]))

@@ -15,34 +15,9 @@ from omegaconf import DictConfig, OmegaConf
 from nco import baselines, checkpoint, evaluation, solving
 from nco.datasets import load_dataset
 from nco.problems.cvrp.io import metric_cost
+from tests.tiny_files import TINY6_VRP
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
-TINY6 = """NAME : tiny6
-TYPE : CVRP
-DIMENSION : 7
-EDGE_WEIGHT_TYPE : EUC_2D
-CAPACITY : 10
-NODE_COORD_SECTION
-1 50 50
-2 10 10
-3 20 90
-4 80 80
-5 90 20
-6 30 40
-7 70 60
-DEMAND_SECTION
-1 0
-2 4
-3 5
-4 3
-5 6
-6 4
-7 2
-DEPOT_SECTION
-1
--1
-EOF
-"""
 # By hand, EUC_2D (nint): [1, 5] 57 + 36 + 22 = 115; [2, 3] 50 + 61 + 42 = 153;
 # [4, 6] 50 + 45 + 22 = 117; total 385.
 SOL = "Route #1: 1 5\nRoute #2: 2 3\nRoute #3: 4 6\nCost 385\n"
@@ -56,10 +31,10 @@ def compose_cfg(name: str, overrides: list[str]) -> DictConfig:
 @pytest.fixture()
 def folder(tmp_path: Path) -> Path:
     """tiny6.vrp with its .sol, and a CEIL_2D copy without one."""
-    (tmp_path / "tiny6.vrp").write_text(TINY6)
+    (tmp_path / "tiny6.vrp").write_text(TINY6_VRP)
     (tmp_path / "tiny6.sol").write_text(SOL)
     (tmp_path / "ceil6.vrp").write_text(
-        TINY6.replace("tiny6", "ceil6").replace("EUC_2D", "CEIL_2D")
+        TINY6_VRP.replace("tiny6", "ceil6").replace("EUC_2D", "CEIL_2D")
     )
     return tmp_path
 
@@ -93,7 +68,9 @@ def test_bad_sol_files_are_refused_in_one_line(folder: Path, sol: str, match: st
 def test_unsupported_section_is_one_clear_line(tmp_path: Path) -> None:
     """CVRPLIB sections nco does not read (e.g. time windows) are refused, naming the section."""
     path = tmp_path / "tw.vrp"
-    path.write_text(TINY6.replace("DEPOT_SECTION", "TIME_WINDOW_SECTION\n1 0 100\nDEPOT_SECTION"))
+    path.write_text(
+        TINY6_VRP.replace("DEPOT_SECTION", "TIME_WINDOW_SECTION\n1 0 100\nDEPOT_SECTION")
+    )
     with pytest.raises(ValueError, match="section TIME_WINDOW_SECTION is not supported"):
         load_dataset(path)
 
