@@ -9,9 +9,12 @@ import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
+
+from nco.importing import import_reference
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "gumbeldore"
 requires_reference = pytest.mark.skipif(
@@ -51,3 +54,23 @@ def save_reference(net: torch.nn.Module, path: Path) -> Path:
         path,
     )
     return path
+
+
+def small_reference(
+    config: str, network: str, seed: int, *, dim: int, blocks: int, heads: int, ff: int
+) -> torch.nn.Module:
+    """The authors' `network` class (e.g. "cvrp.bq_network.BQPolicyNetwork") built from their
+    `config` class (e.g. "cvrp.config.CVRPConfig") at a test size (latent dimension, transformer
+    blocks, attention heads, feed-forward width), with seeded random weights (`randomize`)."""
+    config_module, config_class = config.rsplit(".", 1)
+    cfg = getattr(reference_module(config_module), config_class)()
+    cfg.latent_dimension, cfg.num_transformer_blocks = dim, blocks
+    cfg.num_attention_heads, cfg.feedforward_dimension = heads, ff
+    network_module, network_class = network.rsplit(".", 1)
+    return randomize(getattr(reference_module(network_module), network_class)(cfg), seed)
+
+
+def import_saved(net: torch.nn.Module, model: str, root: Path, **kwargs: Any) -> Path:
+    """`net` saved in the authors' format (root/ref.pt) and imported by `nco-import` as `model`
+    into root/best.pt (`kwargs`: num_nodes, heads)."""
+    return import_reference(save_reference(net, root / "ref.pt"), model, root / "best.pt", **kwargs)

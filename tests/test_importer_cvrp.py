@@ -13,11 +13,10 @@ import pytest
 import torch
 
 from nco import checkpoint
-from nco.importing import import_reference
 from nco.problems.cvrp import CVRPEnv
 from nco.problems.cvrp.types import CVRPState
 from nco.search import greedy
-from tests.reference_code import randomize, reference_module, requires_reference, save_reference
+from tests.reference_code import import_saved, requires_reference, small_reference
 
 pytestmark = requires_reference
 
@@ -25,13 +24,9 @@ pytestmark = requires_reference
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> tuple[torch.nn.Module, Path]:
     """Their BQ-CVRP network (d 32, 3 layers, 4 heads, ff 64) and its nco import."""
-    config = reference_module("cvrp.config").CVRPConfig()
-    config.latent_dimension, config.num_transformer_blocks = 32, 3
-    config.num_attention_heads, config.feedforward_dimension = 4, 64
-    net = randomize(reference_module("cvrp.bq_network").BQPolicyNetwork(config), seed=1)
-    root = tmp_path_factory.mktemp("cvrp")
-    src = save_reference(net, root / "ref.pt")
-    return net, import_reference(src, "bq_cvrp", root / "best.pt", num_nodes=50, heads=4)
+    network = "cvrp.bq_network.BQPolicyNetwork"
+    net = small_reference("cvrp.config.CVRPConfig", network, 1, dim=32, blocks=3, heads=4, ff=64)
+    return net, import_saved(net, "bq_cvrp", tmp_path_factory.mktemp("cvrp"), num_nodes=50, heads=4)
 
 
 def reference_batch(coords, demands, capacity, origin, remaining, free) -> dict:

@@ -12,10 +12,14 @@ import pytest
 import torch
 
 from nco import checkpoint
-from nco.importing import import_reference
 from nco.problems.jssp import JSSPEnv, JSSPInstances
 from nco.search import greedy
-from tests.reference_code import randomize, reference_module, requires_reference, save_reference
+from tests.reference_code import (
+    import_saved,
+    reference_module,
+    requires_reference,
+    small_reference,
+)
 
 pytestmark = requires_reference
 
@@ -23,13 +27,9 @@ pytestmark = requires_reference
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory) -> tuple[torch.nn.Module, Path]:
     """Their JSSP network (d 16, 2 job/machine pairs, 4 heads, ff 32) and its nco import."""
-    config = reference_module("jssp.config").JSSPConfig()
-    config.latent_dimension, config.num_transformer_blocks = 16, 4
-    config.num_attention_heads, config.feedforward_dimension = 4, 32
-    net = randomize(reference_module("jssp.network").JSSPPolicyNetwork(config), seed=2)
-    root = tmp_path_factory.mktemp("jssp")
-    src = save_reference(net, root / "ref.pt")
-    return net, import_reference(src, "jssp", root / "best.pt", heads=4)
+    network = "jssp.network.JSSPPolicyNetwork"
+    net = small_reference("jssp.config.JSSPConfig", network, 2, dim=16, blocks=4, heads=4, ff=32)
+    return net, import_saved(net, "jssp", tmp_path_factory.mktemp("jssp"), heads=4)
 
 
 class ReferenceState:
