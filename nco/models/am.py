@@ -142,20 +142,20 @@ class AttentionModel(nn.Module, Generic[S]):
 
     def decode(self, states: S, cache: AMCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped logits (L, n) of the next node for `states`, reading cache rows `rows`."""
-        c, m = grouped(cache, rows)  # rows as (g instances, m rows each)
-        g, h = c.batch_size, self.num_heads
-        step = self.project_step(self.step_context(states, cache.nodes, rows))
-        l, d = step.shape
-        query = c.fixed.unsqueeze(1) + step.view(g, m, d)
-        mask = self.feasible(states).view(g, 1, m, -1)
+        c, groups = grouped(cache, rows)  # rows as (g instances, m slots each)
+        g, m, h = groups.size, groups.width, self.num_heads
+        step = groups.spread(self.project_step(self.step_context(states, cache.nodes, rows)))
+        d = step.shape[-1]
+        query = c.fixed.unsqueeze(1) + step
+        blocked = ~self.feasible(states)
         q = query.view(g, m, h, -1).transpose(1, 2)  # (g, H, m, d / H)
-        compat = (q @ c.glimpse_key.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        compat = compat.masked_fill(~mask, -math.inf)
+        compat = (q @ c.glimpse_key.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
+        compat.masked_fill_(groups.spread(blocked).unsqueeze(1), -math.inf)  # (g, H, m, n)
         heads = (torch.softmax(compat, dim=-1) @ c.glimpse_val).transpose(1, 2)
         glimpse = self.project_out(heads.reshape(g, m, d))
-        logits = (glimpse @ c.logit_key.transpose(-1, -2)) / math.sqrt(d)
-        logits = self.tanh_clipping * torch.tanh(logits)
-        return logits.masked_fill(~mask.squeeze(1), -math.inf).view(l, -1)
+        logits = (glimpse @ c.logit_key.transpose(-1, -2)).div_(math.sqrt(d))
+        logits = groups.collect(self.tanh_clipping * torch.tanh(logits))
+        return logits.masked_fill_(blocked, -math.inf)
 
     def forward(self, states: S) -> torch.Tensor:
         """Logits without a cache: encode the states' instances, then one step."""

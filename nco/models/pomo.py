@@ -43,12 +43,13 @@ def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
 
 
 def _attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocked: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Scaled dot-product attention of (.., H, m, e) queries; heads concatenated (.., m, H e)."""
-    score = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        score = score.masked_fill(~mask, -math.inf)
+    """Scaled dot-product attention of (.., H, m, e) queries, keys at `blocked` left out;
+    heads concatenated (.., m, H e). The score is scaled and masked in place."""
+    score = (q @ k.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
+    if blocked is not None:
+        score.masked_fill_(blocked, -math.inf)
     out = torch.softmax(score, dim=-1) @ v
     return out.transpose(-2, -3).flatten(-2)
 
@@ -121,15 +122,14 @@ class POMOModel(nn.Module, Generic[S]):
 
     def decode(self, states: S, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
-        c, m = grouped(cache, rows)  # rows as (g instances, m rows each)
-        g = c.batch_size
+        c, groups = grouped(cache, rows)  # rows as (g instances, m slots each)
         query = self.query(states, cache.nodes, rows)
-        mask = self.feasible(states).view(g, 1, m, -1)
-        q = query.view(g, m, self.num_heads, -1).transpose(1, 2)  # (g, H, m, e)
-        out = self.combine(_attend(q, c.key, c.val, mask))  # (g, m, d)
-        score = (out @ c.nodes.transpose(-1, -2)) / math.sqrt(self.embed_dim)
-        score = self.logit_clipping * torch.tanh(score)
-        return score.masked_fill(~mask.squeeze(1), -math.inf).view(len(query), -1)
+        blocked = ~self.feasible(states)
+        q = groups.spread(query).view(groups.size, groups.width, self.num_heads, -1)
+        out = _attend(q.transpose(1, 2), c.key, c.val, groups.spread(blocked).unsqueeze(1))
+        score = (self.combine(out) @ c.nodes.transpose(-1, -2)).div_(math.sqrt(self.embed_dim))
+        score = groups.collect(self.logit_clipping * torch.tanh(score))  # (L, n)
+        return score.masked_fill_(blocked, -math.inf)
 
     def forward(self, states: S) -> torch.Tensor:
         """Scores without a cache: encode the states' instances, then one step."""
@@ -167,7 +167,10 @@ class POMOTSPPolicy(POMOModel[AMTSPState]):
     def decode(self, states: AMTSPState, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
         """As POMOModel.decode; uniform over the nodes before the first (never scored) step."""
         scores = super().decode(states, cache, rows)
-        return torch.where((states.first < 0).unsqueeze(1), torch.zeros_like(scores), scores)
+        unstarted = states.first < 0
+        if bool(unstarted.any()):
+            scores[unstarted] = 0.0
+        return scores
 
 
 class POMOCVRPPolicy(POMOModel[AMCVRPState]):

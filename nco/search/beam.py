@@ -177,7 +177,10 @@ def run_round(
             assert logp_orig is not None  # kept whenever there is no trie to read it from
             logprob[cont] += logp_orig[pl, a]
 
-        state = env.step(env.index(state, pl), a)
+        same = pl.numel() == state.batch_size and torch.equal(
+            pl, torch.arange(pl.numel(), device=dev)
+        )  # every live row goes on in place (greedy, or no beam reordered): no state copy
+        state = env.step(state if same else env.index(state, pl), a)
         done = env.is_done(state)
         if bool(done.any()):
             objective[cont[done]] = env.objective(state)[done].to(torch.float64)

@@ -86,26 +86,62 @@ def encode(policy: torch.nn.Module, roots: Batch) -> Any:
     return policy.encode(roots)
 
 
-def grouped(cache: B, rows: torch.Tensor) -> tuple[B, int]:
-    """`(cache rows of g instances, m)` when `rows` lists g instances m times each, in runs
-    (each instance's beams or samples are consecutive; a chunk of them too), else
-    `(cache.index(rows), 1)`.
+@dataclasses.dataclass(frozen=True)
+class Groups:
+    """Where a step's L state rows sit when laid out as `size` groups of `width` slots, one
+    group per cache row: row i goes to flat slot `slot[i]` (group x width + place), or to slot i
+    when `slot` is None (the rows fill the layout in order). Unused slots are padding."""
 
-    A policy then computes its rows as (g, m) groups against g cache rows instead of a per-row
-    copy of the cache (node embeddings, keys and values are large).
+    size: int
+    width: int
+    slot: torch.Tensor | None  # Long[L]
+
+    def spread(self, x: torch.Tensor, fill: float | bool = 0) -> torch.Tensor:
+        """Rows (L, ...) as (size, width, ...), padding slots set to `fill`."""
+        shape = (self.size, self.width, *x.shape[1:])
+        if self.slot is None:
+            return x.view(shape)
+        out = x.new_full((self.size * self.width, *x.shape[1:]), fill)
+        out[self.slot] = x
+        return out.view(shape)
+
+    def collect(self, y: torch.Tensor) -> torch.Tensor:
+        """The rows (L, ...) of a (size, width, ...) layout, padding dropped."""
+        flat = y.reshape(self.size * self.width, *y.shape[2:])
+        return flat if self.slot is None else flat[self.slot]
+
+
+def grouped(cache: B, rows: torch.Tensor) -> tuple[B, Groups]:
+    """`(cache rows of the g instances in `rows`, their Groups)`: the state rows of one instance
+    share a group of m = (most rows of one instance) slots, so a policy computes them as (g, m)
+    against g cache rows instead of a per-row copy of the cache (node embeddings, keys and
+    values are large). Instances with fewer rows (beams or starts that finished, rows whose
+    action is forced, a chunk's first and last instance) leave padding slots. Where the padding
+    would exceed the rows themselves, each row gets its own copy (`cache.index(rows)`, m = 1).
     """
     n = rows.numel()
-    first = rows[:1]
-    m = int((rows == first).sum()) if n else 1
-    if n and n % m == 0:
-        heads = rows[::m]
-        if torch.equal(rows, heads.repeat_interleave(m)):
-            if heads.numel() == cache.batch_size and torch.equal(
-                heads, torch.arange(heads.numel(), device=rows.device)
-            ):
-                return cache, m
-            return cache.index(heads), m
-    return cache.index(rows), 1
+    if n == 0:
+        return cache.index(rows), Groups(0, 1, None)
+    order, ranked = None, rows
+    if not bool((rows[1:] >= rows[:-1]).all()):
+        ranked, order = torch.sort(rows, stable=True)
+    heads, counts = torch.unique_consecutive(ranked, return_counts=True)
+    g, m = heads.numel(), int(counts.max())
+    if g * m > 2 * n:
+        return cache.index(rows), Groups(n, 1, None)
+    if g == cache.batch_size and torch.equal(heads, torch.arange(g, device=rows.device)):
+        sub = cache
+    else:
+        sub = cache.index(heads)
+    if g * m == n and order is None:
+        return sub, Groups(g, m, None)
+    group = torch.arange(g, device=rows.device).repeat_interleave(counts, output_size=n)
+    first = counts.cumsum(0) - counts
+    place = torch.arange(n, device=rows.device) - first.repeat_interleave(counts, output_size=n)
+    slot = group * m + place
+    if order is not None:
+        slot = torch.empty_like(slot).scatter_(0, order, slot)
+    return sub, Groups(g, m, slot)
 
 
 def _call(
@@ -114,6 +150,37 @@ def _call(
     if cache is None or rows is None or not isinstance(policy, HasCache):
         return policy(states)
     return policy.decode(states, cache, rows)
+
+
+def _chunks(count: int, rows: torch.Tensor | None) -> list[tuple[int, int]]:
+    """Row ranges of at most POLICY_ROWS rows covering 0..count; with sorted cache `rows`,
+    ranges end where the instance changes, where that leaves a non-empty range, so that a
+    grouped policy call pads no instance split across two calls."""
+    if count <= POLICY_ROWS:
+        return [(0, count)]
+    cuts = None
+    if rows is not None and bool((rows[1:] >= rows[:-1]).all()):
+        cuts = (rows[1:] != rows[:-1]).nonzero().squeeze(1) + 1
+    out, lo = [], 0
+    while lo < count:
+        hi = min(lo + POLICY_ROWS, count)
+        if hi < count and cuts is not None:
+            at = int(torch.searchsorted(cuts, hi, right=True)) - 1
+            if at >= 0 and int(cuts[at]) > lo:
+                hi = int(cuts[at])
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _check_logits(logits: torch.Tensor) -> None:
+    """FloatingPointError unless every row has a finite best logit (no NaN, no +inf, not all
+    -inf): one max per row instead of three passes over the logits."""
+    if bool(torch.isfinite(logits.amax(dim=1)).all()):
+        return
+    if bool(torch.isnan(logits).any() | (logits == torch.inf).any()):
+        raise FloatingPointError("Policy returned NaN or +inf logits for feasible actions.")
+    raise FloatingPointError("Policy gave -inf to every feasible action of a row.")
 
 
 def masked_logits(
@@ -133,21 +200,27 @@ def masked_logits(
     """
     if cache is not None and (rows is None or rows.shape[0] != states.batch_size):
         raise ValueError("masked_logits: a cache needs `rows`, one instance index per state.")
-    out = torch.where(mask, 0.0, -torch.inf).to(torch.float64)
+    total = states.batch_size
     need = (mask.sum(1) > 1).nonzero().squeeze(1)
     if need.numel() == 0:
-        return out
-    sub = states if need.numel() == states.batch_size else env.index(states, need)
-    sub_rows = None if rows is None else rows[need]
+        return torch.where(mask, 0.0, -torch.inf).to(torch.float64)
+    every = need.numel() == total
+    sub = states if every else env.index(states, need)
+    sub_rows = None if rows is None else rows if every else rows[need]
     start = time.perf_counter() if _OBSERVERS else 0.0
-    if need.numel() <= POLICY_ROWS:
+    parts = _chunks(need.numel(), sub_rows if cache is not None else None)
+    if len(parts) == 1:
         logits = _call(policy, sub, cache, sub_rows)
     else:
-        parts = torch.arange(need.numel(), device=need.device).split(POLICY_ROWS)
         logits = torch.cat(
             [
-                _call(policy, env.index(sub, r), cache, None if sub_rows is None else sub_rows[r])
-                for r in parts
+                _call(
+                    policy,
+                    env.index(sub, torch.arange(lo, hi, device=need.device)),
+                    cache,
+                    None if sub_rows is None else sub_rows[lo:hi],
+                )
+                for lo, hi in parts
             ]
         )
     STATS.rows += need.numel()
@@ -158,11 +231,12 @@ def masked_logits(
         seconds = time.perf_counter() - start
         for callback in list(_OBSERVERS):
             callback(need.numel(), seconds)
-    logits = torch.where(mask[need], logits.to(torch.float64), -torch.inf)
-    if bool(torch.isnan(logits).any() | (logits == torch.inf).any()):
-        raise FloatingPointError("Policy returned NaN or +inf logits for feasible actions.")
-    if not bool((logits > -torch.inf).any(1).all()):
-        raise FloatingPointError("Policy gave -inf to every feasible action of a row.")
+    blocked = ~(mask if every else mask[need])
+    logits = logits.to(torch.float64, copy=True).masked_fill_(blocked, -torch.inf)
+    _check_logits(logits)
+    if every:
+        return logits
+    out = torch.where(mask, 0.0, -torch.inf).to(torch.float64)
     out[need] = logits
     return out
 

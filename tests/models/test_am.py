@@ -50,6 +50,24 @@ def test_cached_decode_equals_forward_and_rows_are_independent(name, policy, env
 
 
 @pytest.mark.parametrize(("name", "policy", "env"), CASES, ids=[c[0] for c in CASES])
+def test_cached_decode_of_ragged_rows_equals_forward(name, policy, env) -> None:
+    """Instances with unequal numbers of rows (padded groups, sorted or not) and rows too
+    ragged to pad (one cache row each) give the plain call's logits."""
+    policy.eval()
+    inst = env.generate(4, torch.Generator().manual_seed(5))
+    roots = env.reset(inst)
+    state = random_steps(env, roots, 2, torch.Generator().manual_seed(6))
+    cache = policy.encode(roots)
+    for rows in ([0, 0, 0, 1, 2, 2, 3], [3, 1, 1, 0, 2, 2, 2], [0, 1, 2, 3, 3, 3, 3, 3, 3]):
+        states = env.index(state, torch.tensor(rows))
+        with torch.no_grad():
+            cached = policy.decode(states, cache, torch.tensor(rows))
+            plain = policy(states)
+        assert torch.equal(cached == -torch.inf, plain == -torch.inf)
+        assert torch.allclose(cached, plain, atol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "policy", "env"), CASES, ids=[c[0] for c in CASES])
 def test_every_decoder_returns_feasible_solutions(name, policy, env) -> None:
     policy.eval()
     inst = env.generate(2, torch.Generator().manual_seed(3))

@@ -114,7 +114,10 @@ def test_timed_observer_counts_calls_and_rows() -> None:
     assert stats.calls == 4  # the observer is gone after the block
 
 
-def test_grouped_reads_runs_of_equal_length_without_a_per_row_copy() -> None:
+def test_grouped_lays_rows_out_as_instance_groups_with_padding() -> None:
+    """Rows of one instance share a group of m slots (m = most rows of one instance); equal
+    runs fill the layout in order, ragged or unsorted ones leave padding, and very ragged ones
+    get one cache row each. spread / collect put rows into the layout and back."""
     import dataclasses
 
     from nco.env import Batch
@@ -125,13 +128,37 @@ def test_grouped_reads_runs_of_equal_length_without_a_per_row_copy() -> None:
         x: torch.Tensor
 
     cache = Rows(torch.arange(5.0))
-    cases = [
-        ([0, 0, 1, 1, 2, 2, 3, 3, 4, 4], [0, 1, 2, 3, 4], 2),  # every instance: the cache itself
-        ([1, 1, 1, 2, 2, 2], [1, 2], 3),  # a chunk of the rows
-        ([3, 3, 3, 3], [3], 4),
-        ([0, 0, 1], [0, 0, 1], 1),  # runs of unequal length: one row each
+    cases = [  # rows, cache rows, (groups, width), slots (None: in order)
+        ([0, 0, 1, 1, 2, 2, 3, 3, 4, 4], [0, 1, 2, 3, 4], (5, 2), None),
+        ([1, 1, 1, 2, 2, 2], [1, 2], (2, 3), None),  # a chunk of the rows
+        ([3, 3, 3, 3], [3], (1, 4), None),
+        ([0, 0, 1], [0, 1], (2, 2), [0, 1, 2]),  # instance 1 has a padding slot
+        ([2, 0, 0, 2, 4], [0, 2, 4], (3, 2), [2, 0, 1, 3, 4]),  # unsorted
+        ([0, 1, 2, 3, 3, 3, 3, 3], [0, 1, 2, 3, 3, 3, 3, 3], (8, 1), None),  # 20 slots > 2 x 8
     ]
-    for rows, expected, m in cases:
-        got, size = grouped(cache, torch.tensor(rows))
-        assert got.x.tolist() == expected and size == m
+    for rows, expected, shape, slots in cases:
+        got, groups = grouped(cache, torch.tensor(rows))
+        assert got.x.tolist() == expected
+        assert (groups.size, groups.width) == shape
+        assert (None if groups.slot is None else groups.slot.tolist()) == slots
+        x = torch.tensor(rows, dtype=torch.float32).view(-1, 1) * 10 + 1
+        laid = groups.spread(x, fill=-1.0)
+        assert laid.shape == (*shape, 1)
+        assert int((laid == -1).sum()) == shape[0] * shape[1] - len(rows)
+        assert torch.equal(groups.collect(laid), x)
+        for g in range(shape[0]):  # a group holds its cache row's rows only
+            held = laid[g, :, 0][laid[g, :, 0] >= 0]
+            assert bool((held == got.x[g] * 10 + 1).all())
     assert grouped(cache, torch.arange(5))[0] is cache
+
+
+def test_policy_calls_split_at_instance_boundaries(monkeypatch) -> None:
+    """Chunks of at most POLICY_ROWS rows end where the instance changes when they can."""
+    from nco.search import policy_eval
+
+    monkeypatch.setattr(policy_eval, "POLICY_ROWS", 5)
+    rows = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3])
+    assert policy_eval._chunks(14, rows) == [(0, 3), (3, 6), (6, 11), (11, 14)]
+    assert policy_eval._chunks(14, None) == [(0, 5), (5, 10), (10, 14)]
+    assert policy_eval._chunks(14, rows.flip(0)) == [(0, 5), (5, 10), (10, 14)]
+    assert policy_eval._chunks(4, rows[:4]) == [(0, 4)]

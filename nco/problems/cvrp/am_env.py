@@ -49,9 +49,27 @@ def am_cvrp_mask(state: AMCVRPState) -> torch.Tensor:
     free = (state.capacity - state.used).unsqueeze(1)
     customers = ~state.visited & (state.demands <= free)
     customers[:, 0] = False
-    depot = (state.current != 0) | ~customers.any(1)
+    depot = (state.current != 0) | (customers.sum(1) == 0)  # a count: faster than any(1)
     customers[:, 0] = depot
     return customers
+
+
+def _feasible_actions(state: AMCVRPState, actions: torch.Tensor) -> torch.Tensor:
+    """Bool (B,): `am_cvrp_mask(state)` at `actions` (in range), read per row; the whole mask
+    only for the rows that pick the depot at the depot (feasible when no customer fits)."""
+    a = actions.view(-1, 1)
+    fits = state.demands.gather(1, a).squeeze(1) <= state.capacity - state.used
+    customer = (actions > 0) & ~state.visited.gather(1, a).squeeze(1) & fits
+    ok = customer | ((actions == 0) & (state.current != 0))
+    again = ((actions == 0) & (state.current == 0)).nonzero().squeeze(1)
+    if again.numel():
+        ok[again] = am_cvrp_mask(state.index(again))[:, 0]
+    return ok
+
+
+def _all_served(visited: torch.Tensor) -> torch.Tensor:
+    """Bool (B,): every customer served (a count: faster than `all(1)` on a CPU)."""
+    return visited[:, 1:].sum(1) == visited.shape[1] - 1
 
 
 class AMCVRPEnv(Env):
@@ -96,18 +114,18 @@ class AMCVRPEnv(Env):
         b, m = state.demands.shape
         if bool(((actions < 0) | (actions >= m)).any()):
             raise ValueError(f"AMCVRPEnv.step: an action is outside 0..{m - 1}.")
-        if not bool(am_cvrp_mask(state).gather(1, actions.view(-1, 1)).all()):
+        if not bool(_feasible_actions(state, actions).all()):
             raise ValueError("AMCVRPEnv.step: an action is infeasible (visited, over capacity).")
         rows = torch.arange(b, device=actions.device)
         here, there = state.coords[rows, state.current], state.coords[rows, actions]
         length = state.length + (there - here).norm(dim=-1).double()
         at_depot = actions == 0
-        used = torch.where(at_depot, 0, state.used + state.demands[rows, actions])
-        frac = state.norm_demands[rows, actions]
+        demand = state.demands[rows, actions]
+        used = torch.where(at_depot, 0, state.used + demand)
+        frac = demand.float() / state.capacity.float()  # = state.norm_demands[rows, actions]
         used_frac = torch.where(at_depot, 0.0, state.used_frac + frac)
-        visited = state.visited.clone()
-        visited[rows, actions] = ~at_depot
-        done = visited[:, 1:].all(1)
+        visited = state.visited.clone().scatter_(1, actions.view(-1, 1), ~at_depot.view(-1, 1))
+        done = _all_served(visited)
         back = (state.coords[:, 0] - there).norm(dim=-1).double()
         length = length + torch.where(done & ~at_depot, back, 0.0)
         return dataclasses.replace(
@@ -118,7 +136,7 @@ class AMCVRPEnv(Env):
         return am_cvrp_mask(state)
 
     def is_done(self, state: AMCVRPState) -> torch.Tensor:
-        return state.visited[:, 1:].all(1)
+        return _all_served(state.visited)
 
     def objective(self, state: AMCVRPState) -> torch.Tensor:
         return -state.length

@@ -27,6 +27,11 @@ class AMTSPState(Batch):
     length: torch.Tensor  # (B,) float64, length so far (closed once every node is visited)
 
 
+def _all_visited(visited: torch.Tensor) -> torch.Tensor:
+    """Bool (B,): every node visited (a count: faster than `all(1)` on a CPU)."""
+    return visited.sum(1) == visited.shape[1]
+
+
 class AMTSPEnv(Env):
     """Euclidean TSP on `num_nodes` uniform points; the first action is the start node.
 
@@ -70,10 +75,9 @@ class AMTSPEnv(Env):
         there = state.coords[rows, actions]
         here = state.coords[rows, state.current.clamp_min(0)]
         length = state.length + torch.where(started, (there - here).norm(dim=-1), 0.0).double()
-        visited = state.visited.clone()
-        visited[rows, actions] = True
+        visited = state.visited.clone().scatter_(1, actions.view(-1, 1), True)
         first = torch.where(started, state.first, actions)
-        closed = visited.all(1)
+        closed = _all_visited(visited)
         home = state.coords[rows, first]
         length = length + torch.where(closed, (home - there).norm(dim=-1), 0.0).double()
         return AMTSPState(state.coords, first, actions, visited, length)
@@ -82,7 +86,7 @@ class AMTSPEnv(Env):
         return ~state.visited
 
     def is_done(self, state: AMTSPState) -> torch.Tensor:
-        return state.visited.all(1)
+        return _all_visited(state.visited)
 
     def objective(self, state: AMTSPState) -> torch.Tensor:
         return -state.length

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from nco.problems.cvrp.am_env import AMCVRPEnv
@@ -58,3 +59,28 @@ def test_start_and_augment() -> None:
     aug = env.augment(ONE.index(torch.tensor([0, 0])), torch.tensor([0, 2]))
     assert aug.depot.tolist() == [[0.0, 0.0], [1.0, 0.0]]  # code 2 reflects x
     assert torch.equal(aug.demands, ONE.demands.expand(2, -1))
+
+
+def test_step_accepts_exactly_the_masked_actions() -> None:
+    """`step` raises on every action outside `action_mask` (a served customer, one over the
+    capacity left, the depot twice) and accepts every action in it, the depot at the depot
+    included once every customer is served."""
+    env = AMCVRPEnv(5, capacity=10)
+    inst = env.generate(3, torch.Generator().manual_seed(7))
+    state, checked = env.reset(inst), 0
+    g = torch.Generator().manual_seed(8)
+    while True:
+        mask = env.action_mask(state)
+        for row in range(state.batch_size):
+            one = state.index(torch.tensor([row]))
+            for a in range(mask.shape[1]):
+                if mask[row, a]:
+                    env.step(one, torch.tensor([a]))
+                else:
+                    with pytest.raises(ValueError, match="infeasible"):
+                        env.step(one, torch.tensor([a]))
+                checked += 1
+        if bool(env.is_done(state).all()):
+            break
+        state = env.step(state, torch.multinomial(mask.double(), 1, generator=g).squeeze(1))
+    assert bool(mask[:, 0].all()) and checked > 3 * 6 * 5
