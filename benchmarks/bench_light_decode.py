@@ -6,9 +6,13 @@ the authors' own code (jieyibi/AMDKD's AMDKD-POMO), side by side in one process.
 
 For each problem (TSP100, CVRP100) and mode (`greedy`: start 0 only; `multistart`: all 100
 starts; `aug8`: 100 starts x 8 symmetries) both sides decode the first `--num` Kool test
-instances `--repeats` times, alternating which goes first, and the median wall time of each is
-kept. Both sides are timed as whole calls of benchmarks/light_vs_reference.py's loaders (model
-built and weights read, then decoded), so setup counts on both. Every repeat checks that both
+instances `--repeats` times, alternating which goes first, and the median wall time and median
+process CPU time of each are kept (CPU time is steadier on a shared machine). Both sides are
+timed as whole calls of benchmarks/light_vs_reference.py's loaders (model built and weights
+read, then decoded), so setup counts on both. The process first applies
+`nco.allocator.keep_freed_memory` as nco's commands do (`--malloc default` keeps glibc's
+settings): otherwise the per-step activations are mapped and zero-filled anew depending on
+what ran before, which swings either side by up to 2x. Every repeat checks that both
 return the same best cost per instance (to 1e-4) and the same best solution (tours up to start
 and direction, CVRP routes as a set). nco decodes the shipped checkpoint
 data/checkpoints/pomo_<problem>100/best.pt (imported from the same published weights). The
@@ -27,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+from nco.allocator import keep_freed_memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from light_vs_reference import (  # noqa: E402 (the sibling script's loaders)
@@ -59,16 +65,19 @@ def bench(problem: str, mode: str, num: int, repeats: int, ref: Path) -> dict:
         "reference": lambda: _reference_pomo(ref, problem, src, arrays, mode),
         "nco": lambda: _nco(ckpt, problem, arrays, mode, SIZE),
     }
-    times: dict[str, list[float]] = {name: [] for name in sides}
+    wall: dict[str, list[float]] = {name: [] for name in sides}
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
     agreement = []
     for r in range(repeats):
         out = {}
         for name in sorted(sides, reverse=r % 2 == 0):  # alternate which side goes first
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             out[name] = sides[name]()
-            times[name].append(time.perf_counter() - start)
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
         agreement.append(_agreement(problem, out["reference"], out["nco"]))
-    med = {name: statistics.median(t) for name, t in times.items()}
+    med = {name: statistics.median(t) for name, t in wall.items()}
+    med_cpu = {name: statistics.median(t) for name, t in cpu.items()}
     return {
         "problem": problem,
         "mode": mode,
@@ -76,8 +85,13 @@ def bench(problem: str, mode: str, num: int, repeats: int, ref: Path) -> dict:
         "reference_median_s": med["reference"],
         "nco_median_s": med["nco"],
         "nco_over_reference": med["nco"] / med["reference"],
-        "reference_s": times["reference"],
-        "nco_s": times["nco"],
+        "reference_median_cpu_s": med_cpu["reference"],
+        "nco_median_cpu_s": med_cpu["nco"],
+        "nco_over_reference_cpu": med_cpu["nco"] / med_cpu["reference"],
+        "reference_s": wall["reference"],
+        "nco_s": wall["nco"],
+        "reference_cpu_s": cpu["reference"],
+        "nco_cpu_s": cpu["nco"],
         "same_cost_share": min(a["same_cost_share"] for a in agreement),
         "same_tour_share": min(a["same_tour_share"] for a in agreement),
     }
@@ -94,7 +108,9 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "data" / "results" / "light" / "bench_light_decode.json"
     )
+    parser.add_argument("--malloc", choices=("tuned", "default"), default="tuned")
     args = parser.parse_args()
+    tuned = args.malloc == "tuned" and keep_freed_memory()
     if not (args.ref / "TSP" / "POMO" / "TSPModel.py").is_file():
         raise SystemExit(f"--ref {args.ref}: expected the AMDKD-POMO snapshot (TSP/POMO/...).")
     torch.set_num_threads(args.threads)
@@ -105,14 +121,17 @@ def main() -> None:
             rows.append(row)
             print(
                 f"pomo {problem}{SIZE} {mode:10s} reference {row['reference_median_s']:7.2f} s"
-                f"  nco {row['nco_median_s']:7.2f} s  ratio {row['nco_over_reference']:.2f}"
-                f"  same cost {row['same_cost_share']:.0%}  same tour {row['same_tour_share']:.0%}",
+                f" ({row['reference_median_cpu_s']:.2f} cpu)  nco {row['nco_median_s']:7.2f} s"
+                f" ({row['nco_median_cpu_s']:.2f} cpu)  ratio {row['nco_over_reference']:.2f}"
+                f" ({row['nco_over_reference_cpu']:.2f} cpu)  same cost"
+                f" {row['same_cost_share']:.0%}  same tour {row['same_tour_share']:.0%}",
                 flush=True,
             )
     result = {
         "command": " ".join(["python", *sys.argv]),
         "device": f"cpu, {args.threads} thread(s), {platform.processor() or platform.machine()}",
         "torch": torch.__version__,
+        "malloc": "nco.allocator.keep_freed_memory" if tuned else "glibc defaults",
         "repeats": args.repeats,
         "results": rows,
     }

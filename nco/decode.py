@@ -27,6 +27,7 @@ from nco import search
 from nco.env import Batch, Env
 from nco.policy import HasCache
 from nco.search.adaptive import gumbeldore_adaptive
+from nco.search.policy_eval import rows_per_call
 from nco.search.solutions import Solutions
 from nco.search.ults import ults
 
@@ -88,6 +89,11 @@ class SharedEncoding(nn.Module):
     def __init__(self, policy: nn.Module, k: int) -> None:
         super().__init__()
         self.policy, self.k = policy, k
+
+    @property
+    def rows_per_call(self) -> int:
+        """The wrapped policy's limit (nco.search.policy_eval.rows_per_call)."""
+        return rows_per_call(self.policy)
 
     def encode(self, roots: Batch) -> Any:
         firsts = torch.arange(0, roots.batch_size, self.k, device=roots.device)

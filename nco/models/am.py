@@ -23,7 +23,7 @@ from torch import nn
 from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
-from nco.search.policy_eval import grouped
+from nco.search.policy_eval import grouped, neg_inf_where
 
 S = TypeVar("S", bound=Batch)
 
@@ -85,6 +85,9 @@ class AttentionModel(nn.Module, Generic[S]):
     """Shared AM encoder and decoder; subclasses give the node features and step context."""
 
     instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
+    # A step row holds one query: its activations are ~(heads + 4) x nodes floats (5 KB at
+    # 100 nodes), so a policy call may take many more rows than policy_eval.POLICY_ROWS.
+    rows_per_call = 8192
 
     node_dim: int = 2
     context_dim_extra: int = 0
@@ -147,15 +150,15 @@ class AttentionModel(nn.Module, Generic[S]):
         step = groups.spread(self.project_step(self.step_context(states, cache.nodes, rows)))
         d = step.shape[-1]
         query = c.fixed.unsqueeze(1) + step
-        blocked = ~self.feasible(states)
+        neg_inf = neg_inf_where(~self.feasible(states), c.glimpse_key.dtype)  # (L, n)
         q = query.view(g, m, h, -1).transpose(1, 2)  # (g, H, m, d / H)
         compat = (q @ c.glimpse_key.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
-        compat.masked_fill_(groups.spread(blocked).unsqueeze(1), -math.inf)  # (g, H, m, n)
+        compat.add_(groups.spread(neg_inf).unsqueeze(1))  # (g, H, m, n), masked
         heads = (torch.softmax(compat, dim=-1) @ c.glimpse_val).transpose(1, 2)
         glimpse = self.project_out(heads.reshape(g, m, d))
         logits = (glimpse @ c.logit_key.transpose(-1, -2)).div_(math.sqrt(d))
         logits = groups.collect(self.tanh_clipping * torch.tanh(logits))
-        return logits.masked_fill_(blocked, -math.inf)
+        return logits.add_(neg_inf)
 
     def forward(self, states: S) -> torch.Tensor:
         """Logits without a cache: encode the states' instances, then one step."""

@@ -24,7 +24,7 @@ from torch import nn
 from nco.env import Batch
 from nco.problems.cvrp.am_env import AMCVRPState, am_cvrp_mask
 from nco.problems.tsp.am_env import AMTSPState
-from nco.search.policy_eval import grouped
+from nco.search.policy_eval import grouped, neg_inf_where
 
 S = TypeVar("S", bound=Batch)
 
@@ -43,13 +43,14 @@ def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
 
 
 def _attend(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocked: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, neg_inf: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Scaled dot-product attention of (.., H, m, e) queries, keys at `blocked` left out;
-    heads concatenated (.., m, H e). The score is scaled and masked in place."""
+    """Scaled dot-product attention of (.., H, m, e) queries, keys masked by adding `neg_inf`
+    (-inf where left out, 0 elsewhere); heads concatenated (.., m, H e). The score is scaled
+    and masked in place."""
     score = (q @ k.transpose(-1, -2)).div_(math.sqrt(q.shape[-1]))
-    if blocked is not None:
-        score.masked_fill_(blocked, -math.inf)
+    if neg_inf is not None:
+        score.add_(neg_inf)
     out = torch.softmax(score, dim=-1) @ v
     return out.transpose(-2, -3).flatten(-2)
 
@@ -82,6 +83,9 @@ class POMOModel(nn.Module, Generic[S]):
     """Shared POMO encoder and decoder; subclasses give node features and the query."""
 
     instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
+    # A step row holds one query: its activations are ~(heads + 4) x nodes floats (5 KB at
+    # 100 nodes), so a policy call may take many more rows than policy_eval.POLICY_ROWS.
+    rows_per_call = 8192
 
     def __init__(
         self,
@@ -124,12 +128,12 @@ class POMOModel(nn.Module, Generic[S]):
         """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
         c, groups = grouped(cache, rows)  # rows as (g instances, m slots each)
         query = self.query(states, cache.nodes, rows)
-        blocked = ~self.feasible(states)
+        neg_inf = neg_inf_where(~self.feasible(states), cache.key.dtype)  # (L, n)
         q = groups.spread(query).view(groups.size, groups.width, self.num_heads, -1)
-        out = _attend(q.transpose(1, 2), c.key, c.val, groups.spread(blocked).unsqueeze(1))
+        out = _attend(q.transpose(1, 2), c.key, c.val, groups.spread(neg_inf).unsqueeze(1))
         score = (self.combine(out) @ c.nodes.transpose(-1, -2)).div_(math.sqrt(self.embed_dim))
         score = groups.collect(self.logit_clipping * torch.tanh(score))  # (L, n)
-        return score.masked_fill_(blocked, -math.inf)
+        return score.add_(neg_inf)
 
     def forward(self, states: S) -> torch.Tensor:
         """Scores without a cache: encode the states' instances, then one step."""

@@ -154,20 +154,22 @@ def run_round(
         pos[live] = torch.arange(live.numel(), device=dev)
         pl = pos[parent[cont]]
         a = best_act[pl, column[cont]]
-        phi = phi[parent]
+        # Every slot's parent is the slot itself with one beam (greedy) and where no beam
+        # moved: the per-slot records are then updated in place instead of gathered.
+        moved = k > 1 and not torch.equal(parent, torch.arange(slots, device=dev))
+        if moved:
+            phi, logprob, actions = phi[parent], logprob[parent], actions[parent]
+            lengths, objective = lengths[parent], objective[parent]
         phi[cont] = children[pl, a]
-        logprob = logprob[parent]
-        actions = actions[parent]
         actions[cont, depth] = a
-        lengths = lengths[parent]
         lengths[cont] = depth + 1
-        objective = objective[parent]
         if trie is not None:
             assert path is not None and nid is not None  # both exist whenever a trie is given
             at = nid[pl]
             child = trie.child(at, a)
             logprob[cont] += trie.edge_logprob(at, a, child)
-            path = path[parent]
+            if moved:
+                path = path[parent]
             path[cont, depth] = at
             node = torch.full((slots,), -1, dtype=torch.long, device=dev)
             node[cont] = child

@@ -153,12 +153,69 @@ def test_grouped_lays_rows_out_as_instance_groups_with_padding() -> None:
 
 
 def test_policy_calls_split_at_instance_boundaries(monkeypatch) -> None:
-    """Chunks of at most POLICY_ROWS rows end where the instance changes when they can."""
+    """Chunks of at most POLICY_ROWS rows (or the policy's `rows_per_call`) end where the
+    instance changes when they can."""
     from nco.search import policy_eval
 
-    monkeypatch.setattr(policy_eval, "POLICY_ROWS", 5)
     rows = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3])
-    assert policy_eval._chunks(14, rows) == [(0, 3), (3, 6), (6, 11), (11, 14)]
-    assert policy_eval._chunks(14, None) == [(0, 5), (5, 10), (10, 14)]
-    assert policy_eval._chunks(14, rows.flip(0)) == [(0, 5), (5, 10), (10, 14)]
-    assert policy_eval._chunks(4, rows[:4]) == [(0, 4)]
+    assert policy_eval._chunks(14, rows, 5) == [(0, 3), (3, 6), (6, 11), (11, 14)]
+    assert policy_eval._chunks(14, None, 5) == [(0, 5), (5, 10), (10, 14)]
+    assert policy_eval._chunks(14, rows.flip(0), 5) == [(0, 5), (5, 10), (10, 14)]
+    assert policy_eval._chunks(4, rows[:4], 5) == [(0, 4)]
+    monkeypatch.setattr(policy_eval, "POLICY_ROWS", 5)
+    policy = CachedPolicy()
+    assert policy_eval.rows_per_call(policy) == 5
+    policy.rows_per_call = 9  # a policy's own limit wins
+    assert policy_eval.rows_per_call(policy) == 9
+
+
+def test_neg_inf_where_masks_like_masked_fill() -> None:
+    from nco.search.policy_eval import neg_inf_where
+
+    blocked = torch.rand(6, 9, generator=torch.Generator().manual_seed(7)) < 0.5
+    scores = torch.randn(6, 9, generator=torch.Generator().manual_seed(8))
+    for dtype in (torch.float64, torch.float32, torch.bfloat16, torch.float16):
+        mask = neg_inf_where(blocked, dtype)
+        assert mask.dtype == dtype
+        assert torch.equal(mask, torch.where(blocked, -torch.inf, 0.0).to(dtype))
+        x = scores.to(dtype)
+        assert torch.equal(x + mask, x.masked_fill(blocked, -torch.inf))
+    with pytest.raises(ValueError, match="expected one of"):
+        neg_inf_where(blocked, torch.int32)
+
+
+@pytest.mark.parametrize(
+    ("fill", "error"),
+    [
+        ("nan_blocked", None),  # NaN or +inf where the env masks is masked, as before
+        ("inf_blocked", None),
+        ("nan_feasible", "NaN or \\+inf"),
+        ("inf_feasible", "NaN or \\+inf"),
+        ("all_neg_inf", "every feasible action"),
+    ],
+)
+def test_masked_logits_masks_and_checks_the_policy_output(fill: str, error: str | None) -> None:
+    from nco.search.policy_eval import masked_logits
+
+    env = TSPEnv(5)
+    state = env.reset(env.generate(2, torch.Generator().manual_seed(9)))
+    mask = env.action_mask(state)
+    out = torch.zeros(2, 5)
+    if fill.endswith("blocked"):
+        out[~mask] = torch.nan if fill.startswith("nan") else torch.inf
+    elif fill.endswith("feasible"):
+        out[1, int(mask[1].nonzero()[0])] = torch.nan if fill.startswith("nan") else torch.inf
+    else:
+        out[0] = -torch.inf
+
+    class Fixed(torch.nn.Module):
+        def forward(self, states: TSPState) -> torch.Tensor:
+            return out.clone()
+
+    if error is not None:
+        with pytest.raises(FloatingPointError, match=error):
+            masked_logits(Fixed(), env, state, mask)
+        return
+    logits = masked_logits(Fixed(), env, state, mask)
+    assert logits.dtype == torch.float64
+    assert torch.equal(logits, torch.where(mask, 0.0, -torch.inf).double())
