@@ -95,6 +95,11 @@ class SharedEncoding(nn.Module):
         """The wrapped policy's limit (nco.search.policy_eval.rows_per_call)."""
         return rows_per_call(self.policy)
 
+    @property
+    def score_forced_rows(self) -> bool:
+        """The wrapped policy's choice (nco.search.policy_eval.masked_logits)."""
+        return bool(getattr(self.policy, "score_forced_rows", False))
+
     def encode(self, roots: Batch) -> Any:
         firsts = torch.arange(0, roots.batch_size, self.k, device=roots.device)
         return cast(HasCache, self.policy).encode(roots.index(firsts))

@@ -88,6 +88,7 @@ class AttentionModel(nn.Module, Generic[S]):
     # A step row holds one query: its activations are ~(heads + 4) x nodes floats (5 KB at
     # 100 nodes), so a policy call may take many more rows than policy_eval.POLICY_ROWS.
     rows_per_call = 8192
+    score_forced_rows = True  # cheaper than leaving them out (policy_eval.masked_logits)
 
     node_dim: int = 2
     context_dim_extra: int = 0

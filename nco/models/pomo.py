@@ -38,6 +38,15 @@ class POMOCache(Batch):
     val: torch.Tensor  # (N, H, n, d_k)
 
 
+@dataclasses.dataclass(frozen=True)
+class POMOTSPCache(POMOCache):
+    """POMOCache with every node's first- and last-node query projection (a step gathers its
+    query instead of projecting it)."""
+
+    first_query: torch.Tensor  # (N, n, H d_k)
+    last_query: torch.Tensor  # (N, n, H d_k)
+
+
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
     return x.view(*x.shape[:-1], heads, -1).transpose(-2, -3)
 
@@ -86,6 +95,7 @@ class POMOModel(nn.Module, Generic[S]):
     # A step row holds one query: its activations are ~(heads + 4) x nodes floats (5 KB at
     # 100 nodes), so a policy call may take many more rows than policy_eval.POLICY_ROWS.
     rows_per_call = 8192
+    score_forced_rows = True  # cheaper than leaving them out (policy_eval.masked_logits)
 
     def __init__(
         self,
@@ -109,8 +119,8 @@ class POMOModel(nn.Module, Generic[S]):
         """Initial node embeddings (N, n, d)."""
         raise NotImplementedError
 
-    def query(self, states: S, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        """Decoder queries (L, H d_k) from the node embeddings (N, n, d) of instances `rows`."""
+    def query(self, states: S, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
+        """Decoder queries (L, H d_k) from the encoding `cache` of instances `rows`."""
         raise NotImplementedError
 
     def feasible(self, states: S) -> torch.Tensor:
@@ -127,7 +137,7 @@ class POMOModel(nn.Module, Generic[S]):
     def decode(self, states: S, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
         """Clipped scores (L, n) of the next node for `states`, reading cache rows `rows`."""
         c, groups = grouped(cache, rows)  # rows as (g instances, m slots each)
-        query = self.query(states, cache.nodes, rows)
+        query = self.query(states, cache, rows)
         neg_inf = neg_inf_where(~self.feasible(states), cache.key.dtype)  # (L, n)
         q = groups.spread(query).view(groups.size, groups.width, self.num_heads, -1)
         out = _attend(q.transpose(1, 2), c.key, c.val, groups.spread(neg_inf).unsqueeze(1))
@@ -161,9 +171,16 @@ class POMOTSPPolicy(POMOModel[AMTSPState]):
     def embed(self, states: AMTSPState) -> torch.Tensor:
         return self.embedding(states.coords.to(self.embedding.weight.dtype))
 
-    def query(self, states: AMTSPState, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        first = self.wq_first(nodes[rows, states.first.clamp_min(0)])
-        return first + self.wq_last(nodes[rows, states.current.clamp_min(0)])
+    def encode(self, roots: AMTSPState) -> POMOTSPCache:
+        """POMOModel.encode plus both query projections of every node, once per instance."""
+        c = super().encode(roots)
+        return POMOTSPCache(c.nodes, c.key, c.val, self.wq_first(c.nodes), self.wq_last(c.nodes))
+
+    def query(self, states: AMTSPState, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
+        if not isinstance(cache, POMOTSPCache):
+            raise TypeError(f"POMOTSPPolicy needs its own encoding, got {type(cache).__name__}.")
+        first = cache.first_query[rows, states.first.clamp_min(0)]
+        return first + cache.last_query[rows, states.current.clamp_min(0)]
 
     def feasible(self, states: AMTSPState) -> torch.Tensor:
         return ~states.visited
@@ -202,9 +219,9 @@ class POMOCVRPPolicy(POMOModel[AMCVRPState]):
         nodes = self.embedding_node(torch.cat([coords[:, 1:], demand[:, 1:, None]], dim=-1))
         return torch.cat([depot, nodes], dim=1)
 
-    def query(self, states: AMCVRPState, nodes: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        load = states.free_fraction.to(nodes.dtype).unsqueeze(1)
-        return self.wq_last(torch.cat([nodes[rows, states.current], load], dim=1))
+    def query(self, states: AMCVRPState, cache: POMOCache, rows: torch.Tensor) -> torch.Tensor:
+        load = states.free_fraction.to(cache.nodes.dtype).unsqueeze(1)
+        return self.wq_last(torch.cat([cache.nodes[rows, states.current], load], dim=1))
 
     def feasible(self, states: AMCVRPState) -> torch.Tensor:
         return am_cvrp_mask(states)

@@ -217,22 +217,28 @@ def masked_logits(
 ) -> torch.Tensor:
     """Policy logits (L, A) in float64 with infeasible actions at -inf.
 
-    Rows with a single feasible action are not sent to the policy (their choice is forced).
-    A policy may rule out feasible actions with -inf (candidate restriction such as knn), as
-    long as one feasible action per row keeps a finite logit. With a `cache` (from `encode`),
-    `rows` Long[L] gives each state's instance in it.
+    Rows with a single feasible action get 0 there (their choice is forced) and are not sent to
+    the policy, unless the policy sets `score_forced_rows` (a row costs it less than gathering
+    the others: the AM's and POMO's one query per row) and at most half the rows are forced;
+    then every row is sent and the forced rows' logits are replaced. A policy may rule out
+    feasible actions with -inf (candidate restriction such as knn), as long as one feasible
+    action per row keeps a finite logit. With a `cache` (from `encode`), `rows` Long[L] gives
+    each state's instance in it.
     """
     if cache is not None and (rows is None or rows.shape[0] != states.batch_size):
         raise ValueError("masked_logits: a cache needs `rows`, one instance index per state.")
     total = states.batch_size
-    need = (mask.sum(1) > 1).nonzero().squeeze(1)
-    if need.numel() == 0:
+    forced = mask.sum(1) <= 1
+    free = total - int(forced.sum())
+    if free == 0:
         return neg_inf_where(~mask, torch.float64)
-    every = need.numel() == total
-    sub = states if every else env.index(states, need)
-    sub_rows = None if rows is None else rows if every else rows[need]
+    every = free == total or (getattr(policy, "score_forced_rows", False) and 2 * free >= total)
+    need = None if every else (~forced).nonzero().squeeze(1)
+    sub = states if need is None else env.index(states, need)
+    sub_rows = rows if need is None or rows is None else rows[need]
+    count = sub.batch_size
     start = time.perf_counter() if _OBSERVERS else 0.0
-    parts = _chunks(need.numel(), sub_rows if cache is not None else None, rows_per_call(policy))
+    parts = _chunks(count, sub_rows if cache is not None else None, rows_per_call(policy))
     if len(parts) == 1:
         logits = _call(policy, sub, cache, sub_rows)
     else:
@@ -240,27 +246,32 @@ def masked_logits(
             [
                 _call(
                     policy,
-                    env.index(sub, torch.arange(lo, hi, device=need.device)),
+                    env.index(sub, torch.arange(lo, hi, device=mask.device)),
                     cache,
                     None if sub_rows is None else sub_rows[lo:hi],
                 )
                 for lo, hi in parts
             ]
         )
-    STATS.rows += need.numel()
+    STATS.rows += count
     STATS.calls += 1
     if _OBSERVERS:
         if logits.device.type == "cuda":
             torch.cuda.synchronize(logits.device)
         seconds = time.perf_counter() - start
         for callback in list(_OBSERVERS):
-            callback(need.numel(), seconds)
-    blocked = ~(mask if every else mask[need])
+            callback(count, seconds)
+    blocked = ~(mask if need is None else mask[need])
     masked = logits.to(torch.float64, copy=True).add_(neg_inf_where(blocked, torch.float64))
+    sent_forced = need is None and free < total
+    if sent_forced:
+        masked[forced] = neg_inf_where(blocked[forced], torch.float64)
     if not bool(torch.isfinite(masked.amax(dim=1)).all()):  # NaN or inf: mask exactly, check
         masked = logits.to(torch.float64, copy=True).masked_fill_(blocked, -torch.inf)
+        if sent_forced:
+            masked[forced] = neg_inf_where(blocked[forced], torch.float64)
         _check_logits(masked)
-    if every:
+    if need is None:
         return masked
     out = neg_inf_where(~mask, torch.float64)
     out[need] = masked

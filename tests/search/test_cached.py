@@ -219,3 +219,31 @@ def test_masked_logits_masks_and_checks_the_policy_output(fill: str, error: str 
     logits = masked_logits(Fixed(), env, state, mask)
     assert logits.dtype == torch.float64
     assert torch.equal(logits, torch.where(mask, 0.0, -torch.inf).double())
+
+
+def test_forced_rows_are_scored_or_left_out_with_the_same_logits() -> None:
+    """A policy with `score_forced_rows` gets every row while at most half are forced (their
+    logits are replaced by the forced choice); the logits equal those of leaving them out."""
+    from nco.search.policy_eval import masked_logits
+
+    class Scoring(CachedPolicy):
+        score_forced_rows = True
+
+    env = TSPEnv(6)
+    state = env.reset(env.generate(4, torch.Generator().manual_seed(10)))
+    mask = env.action_mask(state).clone()
+    mask[1] = False
+    mask[1, 3] = True  # row 1 is forced to node 3
+    for forced_rows, sent in (([1], 4), ([0, 1, 2], 1)):
+        for r in forced_rows:
+            if r != 1:
+                mask[r] = False
+                mask[r, 2] = True
+        with timed() as left_out:
+            plain = masked_logits(CachedPolicy().eval(), env, state, mask)
+        with timed() as scored:
+            logits = masked_logits(Scoring().eval(), env, state, mask)
+        assert left_out.rows == 4 - len(forced_rows) and scored.rows == sent
+        assert torch.equal(logits == -torch.inf, plain == -torch.inf)
+        assert torch.allclose(logits, plain, atol=1e-6)
+        assert logits[1].tolist() == [-torch.inf] * 3 + [0.0] + [-torch.inf] * 2
