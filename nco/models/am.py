@@ -85,9 +85,10 @@ class AttentionModel(nn.Module, Generic[S]):
     """Shared AM encoder and decoder; subclasses give the node features and step context."""
 
     instance_encoding = True  # `encode` reads only the instance (coordinates, demands)
-    # A step row holds one query: its activations are ~(heads + 4) x nodes floats (5 KB at
-    # 100 nodes), so a policy call may take many more rows than policy_eval.POLICY_ROWS.
-    rows_per_call = 8192
+    # A step row holds one query: its activations peak at ~2 x heads x nodes floats (6.4 KB
+    # at 8 heads, 100 nodes; 210 MB for 32768 rows), so a policy call may take many more rows
+    # than policy_eval.POLICY_ROWS (x8 augmented multi-start of 40 instances in one call).
+    rows_per_call = 32768
     score_forced_rows = True  # cheaper than leaving them out (policy_eval.masked_logits)
 
     node_dim: int = 2
