@@ -110,9 +110,9 @@ def main() -> None:
     )
     parser.add_argument("--malloc", choices=("tuned", "default"), default="tuned")
     args = parser.parse_args()
-    tuned = args.malloc == "tuned" and keep_freed_memory()
     if not (args.ref / "TSP" / "POMO" / "TSPModel.py").is_file():
         raise SystemExit(f"--ref {args.ref}: expected the AMDKD-POMO snapshot (TSP/POMO/...).")
+    tuned = args.malloc == "tuned" and keep_freed_memory()
     torch.set_num_threads(args.threads)
     rows = []
     for problem in args.problems:

@@ -262,7 +262,10 @@ def masked_logits(
         for callback in list(_OBSERVERS):
             callback(count, seconds)
     blocked = ~(mask if need is None else mask[need])
-    masked = logits.to(torch.float64, copy=True).add_(neg_inf_where(blocked, torch.float64))
+    if logits.dtype not in _NEG_INF_BITS:
+        logits = logits.to(torch.float64)
+    # Masked in the policy's precision, then widened: the same values, half the float64 passes.
+    masked = logits.add(neg_inf_where(blocked, logits.dtype)).to(torch.float64)
     sent_forced = need is None and free < total
     if sent_forced:
         masked[forced] = neg_inf_where(blocked[forced], torch.float64)
