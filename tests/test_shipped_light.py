@@ -4,6 +4,7 @@ attention-learn-to-route and AMDKD-POMO on the same instances)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -34,3 +35,26 @@ def test_shipped_light_checkpoint_gives_the_authors_costs(name, data, keys, expe
     sols = decode(loaded.policy, loaded.env, instances, {"method": "greedy", **keys})
     cost = loaded.env.cost(sols.best().objective)
     assert torch.allclose(cost, torch.tensor(expected, dtype=cost.dtype), atol=2e-5)
+
+
+def test_shipped_si_tsp100_is_the_evaluated_checkpoint() -> None:
+    """shipped:tsp100 (POMO fine-tuned by SI GD) is the file its manifest names (sha256) and
+    decodes the first Kool TSP100 instances to the costs of its committed all-10,000 results,
+    which are below the imported POMO's there."""
+    torch.set_num_threads(1)
+    folder = DATA_DIR / "checkpoints" / "tsp100"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    digest = hashlib.sha256((folder / "best.pt").read_bytes()).hexdigest()
+    assert digest == manifest["sha256"] and (folder / "LICENSE").is_file()
+    results = DATA_DIR / "results" / "light"
+    own = json.loads((results / "si_tsp100_ft_e5_greedy.json").read_text())
+    imported = json.loads((results / "si_tsp100_pomo_imported_greedy.json").read_text())
+    assert own["num_instances"] == imported["num_instances"] == 10_000
+    assert own["mean_gap"] < imported["mean_gap"]
+    loaded = checkpoint.load(check_checkpoint("shipped:tsp100", "test"))
+    head = load_dataset("kool:tsp100_test").head(3)
+    instances = to_instances(loaded.env, head.arrays, head.name)
+    cost = loaded.env.cost(
+        decode(loaded.policy, loaded.env, instances, {"method": "greedy"}).best().objective
+    )
+    assert torch.allclose(cost, torch.tensor(own["objectives"][:3], dtype=cost.dtype), atol=1e-5)
