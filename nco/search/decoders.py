@@ -218,7 +218,6 @@ def update_trie(trie: Trie, leaves: Leaves, update: str, baseline: float | None 
     trie.remove_leaves(flat_path, flat_acts, flat_lens)
 
 
-@torch.no_grad()
 def check_gumbeldore_args(
     beam_width: int,
     rounds: int,
@@ -247,6 +246,7 @@ def check_gumbeldore_args(
         _check_top_p(top_p)
 
 
+@torch.no_grad()
 def gumbeldore(
     policy: torch.nn.Module,
     env: Env,

@@ -247,3 +247,18 @@ def test_forced_rows_are_scored_or_left_out_with_the_same_logits() -> None:
         assert torch.equal(logits == -torch.inf, plain == -torch.inf)
         assert torch.allclose(logits, plain, atol=1e-6)
         assert logits[1].tolist() == [-torch.inf] * 3 + [0.0] + [-torch.inf] * 2
+
+
+@pytest.mark.parametrize("name", sorted(DECODERS))
+def test_decoders_record_no_autograd_graph(name: str) -> None:
+    """Every decoder runs without gradients, even when called with grad enabled: a trained
+    policy's search builds no graph (memory and time)."""
+    env = TSPEnv(9)
+    instances = env.generate(2, torch.Generator().manual_seed(1))
+    seen: list[bool] = []
+    policy = CachedPolicy()
+    policy.embed.register_forward_hook(lambda *_: seen.append(torch.is_grad_enabled()))
+    with torch.enable_grad():
+        sols = DECODERS[name](policy, env, instances)
+    assert seen and not any(seen)
+    assert not sols.logprob.requires_grad
