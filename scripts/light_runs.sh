@@ -25,7 +25,10 @@ for run in "${runs[@]}"; do
     cvrp100_scratch) args=(experiment=cvrp100_light_gumbeldore) ;;
     cvrp100_ft) args=(experiment=cvrp100_light_gumbeldore
                       init_checkpoint=data/checkpoints/pomo_cvrp100/best.pt training.lr=1e-5) ;;
-    *) echo "light_runs.sh: unknown run $run (tsp100_scratch tsp100_ft cvrp100_scratch cvrp100_ft)" >&2
+    # cvrp100_ft at the imported model's own training capacity (50) instead of 40..100
+    cvrp100_ft50) args=(experiment=cvrp100_light_gumbeldore problem.env.capacity_range=null
+                        init_checkpoint=data/checkpoints/pomo_cvrp100/best.pt training.lr=1e-5) ;;
+    *) echo "light_runs.sh: unknown run $run (tsp100_scratch tsp100_ft cvrp100_scratch cvrp100_ft cvrp100_ft50)" >&2
        exit 2 ;;
   esac
   mkdir -p "data/light/$run"
