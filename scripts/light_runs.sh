@@ -6,6 +6,8 @@
 #   scripts/light_runs.sh 5 tsp100_ft            # one run up to 5 epochs
 #   nohup scripts/light_runs.sh 3 > /dev/null 2>&1 &
 #
+# Validation references are cached in data/light/cache (committed; the CVRP ones were computed
+# again on 2026-11-27, after the first machine's cache was lost: see docs/light_si.md).
 # Rerunning continues: nco-train resumes from data/light/<run>/checkpoints/last.ckpt (the epoch
 # in progress when a run is killed is repeated). Each run's output goes to data/light/<run>.log.
 # Fine-tuning rates: chosen by scripts/light_lr_probe.py (data/results/light/lr_probe_*.json).
@@ -33,6 +35,8 @@ for run in "${runs[@]}"; do
   esac
   mkdir -p "data/light/$run"
   echo "$(date -u +%FT%TZ) $run -> epoch $target" >> "data/light/$run.log"
-  OMP_NUM_THREADS=1 .venv/bin/nco-train "${args[@]}" trainer.max_epochs="$target" \
+  # validation references cached in the committed data/light/cache, so that every machine
+  # validates against the same ones
+  OMP_NUM_THREADS=1 NCO_CACHE_DIR=data/light/cache .venv/bin/nco-train "${args[@]}" trainer.max_epochs="$target" \
     hydra.run.dir="data/light/$run" >> "data/light/$run.log" 2>&1
 done

@@ -62,7 +62,7 @@ def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | Non
     if tcfg.get("fixed_instances") and not tcfg.get("val_data"):
         return fixed_instance_set(env), None
     if tcfg.get("val_data"):
-        return validation_data(str(tcfg.val_data), env)
+        return validation_data(str(tcfg.val_data), env, tcfg.get("val_limit"))
     gen = torch.Generator().manual_seed(int(tcfg.val_seed))
     if tcfg.get("val_env"):  # e.g. JSSP validation on 20x20 only, CVRP at the standard capacity
         env = instantiate(OmegaConf.merge(cfg.problem.env, tcfg.val_env))
@@ -76,14 +76,20 @@ def validation_set(cfg: DictConfig, env: Env) -> tuple[Batch, torch.Tensor | Non
     )
 
 
-def validation_data(data: str, env: Env) -> tuple[Batch, torch.Tensor | None]:
+def validation_data(
+    data: str, env: Env, limit: int | None = None
+) -> tuple[Batch, torch.Tensor | None]:
     """`training.val_data`: a dataset file or named set (`kool:tsp50_val`), read by the same
-    resolver as nco-eval, with its reference costs where it has them."""
+    resolver as nco-eval, with its reference costs where it has them; only its first `limit`
+    instances when `training.val_limit` is set (a large set's head as a fixed validation set)."""
+    if limit is not None and int(limit) < 1:
+        raise ValueError(f"training.val_limit={limit}: expected a positive number of instances.")
     problem = problem_of_env(env)
     datasets = load_datasets(data, problem.name)
     if len(datasets) != 1:
         raise ValueError(f"training.val_data={data}: expected one dataset, got {len(datasets)}.")
-    dataset = datasets[0]  # as the file is: references and objectives stay in its scale
+    # as the file is: references and objectives stay in its scale
+    dataset = datasets[0].head(None if limit is None else int(limit))
     refs = dataset.references
     instances = to_instances(env, dataset.arrays, f"training.val_data={data}")
     return instances, None if refs is None else torch.as_tensor(refs, dtype=torch.float64)

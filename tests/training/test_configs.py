@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import CONFIGS, compose_train
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
@@ -212,3 +213,9 @@ def test_validation_data_takes_named_sets_and_files_like_nco_eval(tmp_path) -> N
     assert np.allclose(instances.coords.numpy(), coords) and refs.tolist() == [4.0, 4.1, 4.2]
     with pytest.raises(ValueError, match="tsp set, not cvrp"):
         validation_data("kool:tsp20_test", CVRPEnv(20))
+    head, head_refs = validation_data("kool:tsp20_test", TSPEnv(20), limit=100)
+    assert head.batch_size == 100 and head_refs is not None
+    full, full_refs = validation_data("kool:tsp20_test", TSPEnv(20))
+    assert torch.equal(head.coords, full.coords[:100]) and torch.equal(head_refs, full_refs[:100])
+    with pytest.raises(ValueError, match="training.val_limit=0"):
+        validation_data("kool:tsp20_test", TSPEnv(20), limit=0)
