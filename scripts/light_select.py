@@ -58,6 +58,7 @@ def greedy_costs(checkpoint: str, data: str, limit: int, batch_size: int) -> np.
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problem", choices=("tsp", "cvrp"), required=True)
+    parser.add_argument("--data", default=None, help="another set (default kool:<p>100_val)")
     parser.add_argument("--limit", type=int, default=2000, help="first N validation instances")
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--out", type=Path, required=True, help="the results JSON")
@@ -66,7 +67,7 @@ def main() -> None:
     if args.limit < 2:
         raise SystemExit("light_select: expected --limit >= 2 (a standard error needs two).")
     named = parse_named(args.checkpoints)
-    data = f"kool:{args.problem}100_val"
+    data = args.data or f"kool:{args.problem}100_val"
     costs = {
         name: greedy_costs(path, data, args.limit, args.batch_size) for name, path in named.items()
     }
