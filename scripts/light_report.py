@@ -32,23 +32,30 @@ def epoch_rows(metrics: Path) -> list[dict[str, float]]:
 
 
 def runs_table() -> str:
-    """Markdown: per run, epochs done, initial and best validation gap, last epoch's times."""
+    """Markdown: per run, epochs done, initial, last and best validation gap (the mean cost where
+    the validation set has no references, e.g. `training.val_data=kool:cvrp100_val`), and the
+    last epoch's times."""
     lines = [
-        "| run | epochs | initial val gap % | last val gap % | best val gap % (epoch) "
+        "| run | epochs | validation | initial | last | best (epoch) "
         "| sampling s | training s | validation s |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for metrics in sorted(RUNS.glob("*/logs/metrics.csv")):
         rows = epoch_rows(metrics)
         if not rows:
             continue
-        initial = next((r["val/initial_gap"] for r in rows if "val/initial_gap" in r), None)
-        best = min(rows, key=lambda r: r["val/gap"])
+        gaps = all("val/gap" in r for r in rows)
+        key, label = ("val/gap", "gap %") if gaps else ("val/cost", "mean cost")
+        initial = rows[0].get("val/initial_gap") if gaps else -rows[0]["val/best_objective"]
+        if not gaps and rows[0].get("val/improved"):  # the first epoch already replaced it
+            initial = None
+        best = min(rows, key=lambda r: r[key])
         last = rows[-1]
+        fmt = ".2f" if gaps else ".4f"
         lines.append(
-            f"| {metrics.parents[1].name} | {len(rows)} | "
-            f"{'' if initial is None else f'{initial:.2f}'} | {last['val/gap']:.2f} | "
-            f"{best['val/gap']:.2f} ({int(best['epoch'])}) | "
+            f"| {metrics.parents[1].name} | {len(rows)} | {label} | "
+            f"{'' if initial is None else format(initial, fmt)} | {last[key]:{fmt}} | "
+            f"{best[key]:{fmt}} ({int(best['epoch'])}) | "
             f"{last.get('time/sampling_s', float('nan')):.0f} | "
             f"{last.get('time/training_s', float('nan')):.0f} | "
             f"{last.get('time/validation_s', float('nan')):.0f} |"
@@ -80,8 +87,8 @@ def plot(out: Path) -> None:
     for ax, problem in zip(axes, ("tsp100", "cvrp100"), strict=True):
         for metrics in sorted(RUNS.glob(f"{problem}_*/logs/metrics.csv")):
             rows = epoch_rows(metrics)
-            if not rows:
-                continue
+            if not rows or not all("val/gap" in r for r in rows):
+                continue  # no references (a Kool validation set): in the table only
             xs = [-1] + [int(r["epoch"]) for r in rows]
             initial = rows[0].get("val/initial_gap", float("nan"))
             ys = [initial] + [r["val/gap"] for r in rows]
