@@ -1,0 +1,122 @@
+"""Would the JSSP CPU run improve on its best policy at another learning rate? Train copies of
+the run's best policy on the run's own imitation set and validate each as the run does.
+
+Why: after epoch 3 the run (configs/experiment/jssp_cpu.yaml) stopped improving; its trained
+policy's validation gap wandered between 14.6 and 19.1 % while the imitation set grew by 6
+instances an epoch. This probe asks whether the imitation set holds a better policy that the
+run's rate (2e-4, 96 steps an epoch) does not reach: for each rate in `--lrs` it trains a copy
+of `<run>/best.pt` for `--steps` optimizer steps on the buffer stored in
+`<run>/checkpoints/last.ckpt` (batches as nco-train draws them: `--batch-size` random
+sub-schedules, Adam, gradients clipped to norm 1), decodes the run's validation set greedily
+and compares with the run's cached references.
+
+    python scripts/jssp_buffer_probe.py --run data/jssp_cpu/gd --lrs 2e-4 5e-5 --steps 96 \\
+        --out data/results/jssp_cpu/buffer_probe.json          # one thread, ~10 min per rate
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import cast
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from hydra.utils import instantiate
+from jssp_val_rules import reference_costs  # scripts/ is on sys.path when run as a script
+from omegaconf import DictConfig, OmegaConf
+
+from nco import checkpoint
+from nco.decode import decode
+from nco.problems.jssp.env import JSSPEnv
+from nco.problems.jssp.types import JSSPInstances, JSSPState
+from nco.training.buffer import TrajectoryBuffer
+from nco.training.data import SubTrajectoryBatches
+from nco.training.runner import validation_set
+
+
+def run_parts(run: Path) -> tuple[DictConfig, TrajectoryBuffer, JSSPInstances, np.ndarray]:
+    """The run's config, its imitation set, validation instances and cached references."""
+    config = OmegaConf.load(run / ".hydra" / "config.yaml")
+    if not isinstance(config, DictConfig) or config.get("problem", {}).get("name") != "jssp":
+        raise SystemExit(f"jssp_buffer_probe: {run} is not a JSSP nco-train run folder.")
+    payload = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    buffer = TrajectoryBuffer()
+    buffer.load_state_dict(payload["TrajectoryDataModule"]["buffer"])
+    config.training.val_gap = False  # the references come from the run's cache
+    instances, _ = validation_set(config, instantiate(config.problem.env))
+    assert isinstance(instances, JSSPInstances)
+    return config, buffer, instances, reference_costs(run, len(instances.durations))
+
+
+def val_gap(policy: torch.nn.Module, val: JSSPInstances, refs: np.ndarray, batch: int) -> float:
+    """Mean greedy gap in % on the validation set, as the run's `val/gap`."""
+    sols = decode(policy, JSSPEnv(), val, {"method": "greedy", "batch_size": batch})
+    makespan = (-sols.objective.max(1).values).to(torch.float64).numpy()
+    return float(((makespan - refs) / refs).mean() * 100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", type=Path, required=True, help="a JSSP nco-train run folder")
+    parser.add_argument("--lrs", type=float, nargs="+", default=[2e-4, 5e-5])
+    parser.add_argument("--steps", type=int, default=96)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--val-limit", type=int, default=None, help="first N validation instances")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    config, buffer, val, refs = run_parts(args.run)
+    if args.val_limit is not None:
+        val, refs = val.index(torch.arange(min(args.val_limit, len(refs)))), refs[: args.val_limit]
+    env = JSSPEnv()
+    val_batch = int(config.training.val_batch_size)
+    record: dict[str, object] = {
+        "run": str(args.run),
+        "buffer_instances": len(buffer),
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "best_epoch": checkpoint.load(args.run / "best.pt").meta.get("epoch"),
+        "val_instances": len(refs),
+        "arms": [],
+    }
+    best = checkpoint.load(args.run / "best.pt").policy.eval()
+    record["best_val_gap_percent"] = val_gap(best, val, refs, val_batch)
+    print(json.dumps({"best.pt": record["best_val_gap_percent"]}), flush=True)
+    arms: list[dict[str, object]] = []
+    for lr in args.lrs:
+        policy = checkpoint.load(args.run / "best.pt").policy
+        optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
+        batches = SubTrajectoryBatches(env, buffer.groups, args.steps, args.batch_size, args.seed)
+        start, losses = time.perf_counter(), []
+        policy.train()
+        for states, expert in batches:
+            mask = env.action_mask(cast(JSSPState, states))
+            logits = policy(states).float().masked_fill(~mask, float("-inf"))
+            loss = F.cross_entropy(logits, expert)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+        train_s = time.perf_counter() - start
+        policy.eval()
+        arm = {
+            "lr": lr,
+            "val_gap_percent": val_gap(policy, val, refs, val_batch),
+            "mean_loss": float(np.mean(losses)),
+            "train_s": round(train_s, 1),
+        }
+        print(json.dumps(arm), flush=True)
+        arms.append(arm)
+    record["arms"] = arms
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
