@@ -17,39 +17,32 @@ and compares with the run's cached references.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from hydra.utils import instantiate
-from jssp_val_rules import reference_costs  # scripts/ is on sys.path when run as a script
-from omegaconf import DictConfig, OmegaConf
+from jssp_val_rules import run_validation  # scripts/ is on sys.path when run as a script
+from omegaconf import DictConfig
 
 from nco import checkpoint
 from nco.decode import decode
 from nco.problems.jssp.env import JSSPEnv
-from nco.problems.jssp.types import JSSPInstances, JSSPState
+from nco.problems.jssp.types import JSSPInstances
 from nco.training.buffer import TrajectoryBuffer
 from nco.training.data import SubTrajectoryBatches
-from nco.training.runner import validation_set
+from nco.training.module import imitation_loss
 
 
 def run_parts(run: Path) -> tuple[DictConfig, TrajectoryBuffer, JSSPInstances, np.ndarray]:
     """The run's config, its imitation set, validation instances and cached references."""
-    config = OmegaConf.load(run / ".hydra" / "config.yaml")
-    if not isinstance(config, DictConfig) or config.get("problem", {}).get("name") != "jssp":
-        raise SystemExit(f"jssp_buffer_probe: {run} is not a JSSP nco-train run folder.")
+    config, instances, refs = run_validation(run)
     payload = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
     buffer = TrajectoryBuffer()
     buffer.load_state_dict(payload["TrajectoryDataModule"]["buffer"])
-    config.training.val_gap = False  # the references come from the run's cache
-    instances, _ = validation_set(config, instantiate(config.problem.env))
-    assert isinstance(instances, JSSPInstances)
-    return config, buffer, instances, reference_costs(run, len(instances.durations))
+    return config, buffer, instances, refs
 
 
 def val_gap(policy: torch.nn.Module, val: JSSPInstances, refs: np.ndarray, batch: int) -> float:
@@ -75,29 +68,26 @@ def main() -> None:
         val, refs = val.index(torch.arange(min(args.val_limit, len(refs)))), refs[: args.val_limit]
     env = JSSPEnv()
     val_batch = int(config.training.val_batch_size)
+    best = checkpoint.load(args.run / "best.pt")
     record: dict[str, object] = {
         "run": str(args.run),
         "buffer_instances": len(buffer),
         "steps": args.steps,
         "batch_size": args.batch_size,
-        "best_epoch": checkpoint.load(args.run / "best.pt").meta.get("epoch"),
+        "best_epoch": best.meta.get("epoch"),
         "val_instances": len(refs),
-        "arms": [],
     }
-    best = checkpoint.load(args.run / "best.pt").policy.eval()
-    record["best_val_gap_percent"] = val_gap(best, val, refs, val_batch)
+    record["best_val_gap_percent"] = val_gap(best.policy.eval(), val, refs, val_batch)
     print(json.dumps({"best.pt": record["best_val_gap_percent"]}), flush=True)
     arms: list[dict[str, object]] = []
     for lr in args.lrs:
-        policy = checkpoint.load(args.run / "best.pt").policy
+        policy = copy.deepcopy(best.policy)
         optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
         batches = SubTrajectoryBatches(env, buffer.groups, args.steps, args.batch_size, args.seed)
         start, losses = time.perf_counter(), []
         policy.train()
         for states, expert in batches:
-            mask = env.action_mask(cast(JSSPState, states))
-            logits = policy(states).float().masked_fill(~mask, float("-inf"))
-            loss = F.cross_entropy(logits, expert)
+            loss = imitation_loss(policy, env, states, expert)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)

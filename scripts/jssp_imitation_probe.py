@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from nco import checkpoint
 from nco.decode import decode
@@ -30,6 +29,7 @@ from nco.problems.jssp.dispatching import dispatch
 from nco.problems.jssp.env import JSSPEnv
 from nco.problems.jssp.generator import generate
 from nco.problems.jssp.types import JSSPInstances
+from nco.training.module import imitation_loss
 
 RULE = "fdd/mwkr"
 
@@ -82,8 +82,7 @@ def main() -> None:
         while step < stop:
             rows = torch.randint(0, len(train), (512,), generator=batches)
             states, expert = env.training_batch(train.index(rows), targets[rows], batches)
-            logits = policy(states).float().masked_fill(~env.action_mask(states), float("-inf"))
-            loss = F.cross_entropy(logits, expert)
+            loss = imitation_loss(policy, env, states, expert)
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)

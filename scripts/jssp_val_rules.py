@@ -35,10 +35,26 @@ def reference_costs(run: Path, num: int) -> np.ndarray:
                 found.append(np.asarray(data["costs"], dtype=np.float64))
     if len(found) != 1:
         raise SystemExit(
-            f"jssp_val_rules: expected one reference file with {num} costs in "
+            f"expected one reference file with {num} costs in "
             f"{run / 'cache' / 'references'}, found {len(found)}."
         )
     return found[0]
+
+
+def run_validation(run: Path) -> tuple[DictConfig, JSSPInstances, np.ndarray]:
+    """A JSSP run's config, its validation instances (rebuilt as nco-train builds them) and
+    their cached reference makespans."""
+    config = run / ".hydra" / "config.yaml"
+    if not config.is_file():
+        raise SystemExit(f"{config} not found (is {run} an nco-train run folder?)")
+    cfg = OmegaConf.load(config)
+    if not isinstance(cfg, DictConfig) or "training" not in cfg or "problem" not in cfg:
+        raise SystemExit(f"{config} is not an nco-train config.")
+    cfg.training.val_gap = False  # the references come from the run's cache, not a new solve
+    instances, _ = validation_set(cfg, instantiate(cfg.problem.env))
+    if not isinstance(instances, JSSPInstances):
+        raise SystemExit(f"{config} is not a JSSP run ({cfg.problem.name}).")
+    return cfg, instances, reference_costs(run, len(instances.durations))
 
 
 def main() -> None:
@@ -46,17 +62,7 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True, help="an nco-train run folder")
     parser.add_argument("--out", type=Path, required=True, help="the results JSON")
     args = parser.parse_args()
-    config = args.run / ".hydra" / "config.yaml"
-    if not config.is_file():
-        raise SystemExit(f"jssp_val_rules: {config} not found (is --run an nco-train run folder?)")
-    cfg = OmegaConf.load(config)
-    if not isinstance(cfg, DictConfig) or "training" not in cfg or "problem" not in cfg:
-        raise SystemExit(f"jssp_val_rules: {config} is not an nco-train config.")
-    cfg.training.val_gap = False  # the references come from the run's cache, not a new solve
-    instances, _ = validation_set(cfg, instantiate(cfg.problem.env))
-    if not isinstance(instances, JSSPInstances):
-        raise SystemExit(f"jssp_val_rules: {config} is not a JSSP run ({cfg.problem.name}).")
-    refs = reference_costs(args.run, len(instances.durations))
+    _, instances, refs = run_validation(args.run)
     results: dict[str, object] = {
         "run": str(args.run),
         "num_instances": len(refs),

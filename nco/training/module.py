@@ -20,6 +20,16 @@ from nco.training.trajectories import check_imitation, trajectory_loss
 GREEDY = {"method": "greedy"}
 
 
+def imitation_loss(
+    policy: nn.Module, env: Env, states: Batch, targets: torch.Tensor
+) -> torch.Tensor:
+    """Mean next-token cross-entropy of `policy` over the feasible actions of `states`: the
+    loss of every sub-trajectory training step (also used by probes that train outside
+    Lightning, so that they train exactly as nco-train does)."""
+    logits = policy(states).float().masked_fill(~env.action_mask(states), float("-inf"))
+    return F.cross_entropy(logits, targets)
+
+
 class SelfImprovementModule(L.LightningModule):
     """Trains `policy` by next-token cross-entropy and keeps `best_policy`, a separate copy.
 
@@ -109,10 +119,8 @@ class SelfImprovementModule(L.LightningModule):
         return self.policy(state)
 
     def loss(self, states: Batch, targets: torch.Tensor) -> torch.Tensor:
-        """Mean next-token cross-entropy over feasible actions."""
-        logits = self.policy(states).float()
-        logits = logits.masked_fill(~self.env.action_mask(states), float("-inf"))
-        return F.cross_entropy(logits, targets)
+        """Mean next-token cross-entropy over feasible actions (`imitation_loss`)."""
+        return imitation_loss(self.policy, self.env, states, targets)
 
     def training_step(self, batch: tuple[Batch, torch.Tensor], batch_idx: int) -> torch.Tensor:
         """One optimizer step on a batch of sub-trajectory states and expert next actions, or
