@@ -58,6 +58,12 @@ class SelfImprovementModule(L.LightningModule):
 
     `imitation="trajectories"` trains on batches of whole expert trajectories, teacher-forced
     with one encoding per instance (nco.training.trajectories; light-decoder policies).
+
+    `restart_from_best` (off in the paper and the authors' code, which carry the trained weights
+    and the optimizer on) starts every epoch's training from the best policy's weights with a
+    fresh Adam. Measured on the JSSP CPU run (docs/jssp.md): after epoch 3 its carried-on policy
+    never beat the epoch-3 best again (validation 14.4-19.1 % against 14.2 %), while 96 steps
+    from the best weights with a fresh Adam on the same 42-instance imitation set reached 8.1 %.
     """
 
     def __init__(
@@ -71,6 +77,7 @@ class SelfImprovementModule(L.LightningModule):
         warmup_steps: int = 0,
         lr_decay_from: int = 0,
         imitation: str = "subtrajectories",
+        restart_from_best: bool = False,
     ) -> None:
         super().__init__()
         check_imitation(imitation, policy)
@@ -90,6 +97,7 @@ class SelfImprovementModule(L.LightningModule):
         self.lr_decay = lr_decay
         self.lr_decay_from = lr_decay_from
         self.warmup_steps = warmup_steps
+        self.restart_from_best = restart_from_best
         self.stop_objective = stop_objective
         self.policy = policy
         self.best_policy = copy.deepcopy(policy).requires_grad_(False)
@@ -172,6 +180,16 @@ class SelfImprovementModule(L.LightningModule):
                 group["lr"] = lr
 
     def on_train_epoch_start(self) -> None:
+        """Start the epoch's clock; with `restart_from_best`, reset the trained policy (and the
+        moving average) to the best weights and drop Adam's moments and step counts."""
+        if self.restart_from_best:
+            self.policy.load_state_dict(self.best_policy.state_dict())
+            if self.ema is not None:
+                self.ema.module.load_state_dict(self.best_policy.state_dict())
+                self.ema.n_averaged.zero_()
+            optimizer = self.optimizers()
+            assert not isinstance(optimizer, list)  # configure_optimizers returns one
+            optimizer.optimizer.state.clear()
         self._clock["train"] = time.perf_counter()
         if self.scheduled:  # the rate of the epoch's first step, logged as train/lr
             self._clock["lr"] = self.scheduled_lr()

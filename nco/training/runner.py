@@ -165,6 +165,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         warmup_steps=int(tcfg.get("warmup_steps", 0)),
         lr_decay_from=int(tcfg.get("lr_decay_from", 0)),
         imitation=str(tcfg.get("imitation", "subtrajectories")),
+        restart_from_best=bool(tcfg.get("restart_from_best", False)),
     )
     meta = {
         "mode": cfg.mode,
