@@ -17,12 +17,16 @@ class FirstStep(Recorder):
         super().__init__(improve)
         self.trained_is_best: list[bool] = []
         self.adam_states: list[int] = []
+        self.average_is_best: list[bool] = []
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         if batch_idx == 0:
             same = same_weights(pl_module.policy, pl_module.best_policy, exact=True)
             self.trained_is_best.append(same)
             self.adam_states.append(len(trainer.optimizers[0].state))
+            if pl_module.ema is not None:
+                average = pl_module.ema.module
+                self.average_is_best.append(same_weights(average, pl_module.best_policy, True))
 
 
 def run(tiny_cfg, *overrides: str, improve: list[bool]) -> tuple[FirstStep, torch.nn.Module]:
@@ -50,6 +54,14 @@ def test_a_promotion_becomes_the_next_epochs_start(tiny_cfg) -> None:
     restarted, _ = run(tiny_cfg, flag, improve=[True, False, False])
     assert restarted.trained_is_best == [True, True, True]
     assert restarted.adam_states == [0, 0, 0]
+
+
+def test_the_moving_average_restarts_too(tiny_cfg) -> None:
+    """With ema_decay, the average is reset to the best weights at every epoch's start."""
+    flag = "training.restart_from_best=true"
+    restarted, _ = run(tiny_cfg, flag, "training.ema_decay=0.5", improve=[False, True, False])
+    assert restarted.trained_is_best == [True, True, True]
+    assert restarted.average_is_best == [True, True, True]
 
 
 def test_resume_with_restart_equals_a_straight_run(tiny_cfg) -> None:
