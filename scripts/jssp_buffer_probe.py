@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from jssp_val_rules import run_validation  # scripts/ is on sys.path when run as a script
 from omegaconf import DictConfig
+from probe_training import clipped_step
 
 from nco import checkpoint
 from nco.decode import decode
@@ -88,11 +89,7 @@ def main() -> None:
         policy.train()
         for states, expert in batches:
             loss = imitation_loss(policy, env, states, expert)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-            optimizer.step()
-            losses.append(loss.item())
+            losses.append(clipped_step(policy, optimizer, loss))
         train_s = time.perf_counter() - start
         policy.eval()
         arm = {

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import torch
+from probe_training import clipped_step  # scripts/ is on sys.path when run as a script
 
 from nco import checkpoint
 from nco.decode import decode
@@ -75,25 +76,22 @@ def main() -> None:
     policy = _policy(args.init)
     optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
     batches = torch.Generator().manual_seed(1)
-    step, loss = 0, None
+    step = 0
+    loss: float | None = None
     for stop in sorted(args.steps):
         start = time.perf_counter()
         policy.train()
         while step < stop:
             rows = torch.randint(0, len(train), (512,), generator=batches)
             states, expert = env.training_batch(train.index(rows), targets[rows], batches)
-            loss = imitation_loss(policy, env, states, expert)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-            optimizer.step()
+            loss = clipped_step(policy, optimizer, imitation_loss(policy, env, states, expert))
             step += 1
         train_s = time.perf_counter() - start
         sols = decode(policy, env, val, {"method": "greedy", "batch_size": len(val)})
         point = {
             "step": step,
             "val_greedy_makespan": float((-sols.objective.max(1).values).mean()),
-            "loss": None if loss is None else loss.item(),
+            "loss": loss,
             "train_s": round(train_s, 1),
             "rezero": [
                 round(float(p.detach()), 4)

@@ -24,6 +24,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from probe_training import clipped_step  # scripts/ is on sys.path when run as a script
 
 from nco import checkpoint
 from nco.decode import decode
@@ -105,12 +106,7 @@ def main() -> None:
         start = time.perf_counter()
         losses = []
         for drawn, acts in batches:
-            loss = trajectory_loss(trained, env, drawn, acts)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(trained.parameters(), 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
+            losses.append(clipped_step(trained, opt, trajectory_loss(trained, env, drawn, acts)))
         arm = {
             "lr": lr,
             "training_s": time.perf_counter() - start,
