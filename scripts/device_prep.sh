@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SLIM=(data/reproduction data/results)
+SLIM=(data/reproduction data/results data/light)
 WHEELS=.whl
 MARK=.git/nco-device-slim
 HOOK=.git/hooks/pre-commit

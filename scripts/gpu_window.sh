@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # A GPU window in one command (docs/gpu.md): install nco if .venv is absent (offline from the
-# wheels in .whl when scripts/device_prep.sh put them there), show the GPU, then
-# run the search, policy and training benchmarks and a short JSSP training probe, in that
-# order, each under a timeout cut from the budget left and each writing into OUT_DIR; a failed
-# step does not stop the next. Everything printed also goes to OUT_DIR/window.log.
+# wheels in .whl when scripts/device_prep.sh put them there), show the GPU, then run a plan's
+# steps (scripts/gpu_plans/PLAN.sh; default `bench`: the search, policy and training benchmarks
+# and a short JSSP training probe), each under a timeout cut from the budget left and each
+# writing into OUT_DIR; a failed step does not stop the next. Everything printed also goes to
+# OUT_DIR/window.log.
 #
-#   bash scripts/gpu_window.sh [--dry-run] OUT_DIR BUDGET_S
+#   bash scripts/gpu_window.sh [--dry-run] OUT_DIR BUDGET_S [PLAN]
 #
 # --dry-run prints the steps with their timeouts, as if each ran until its timeout, and runs
 # nothing (no GPU needed).
@@ -19,8 +20,13 @@ if [ "${1:-}" = "--dry-run" ]; then
     DRY=1
     shift
 fi
-if [ $# -ne 2 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 [--dry-run] OUT_DIR BUDGET_S" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ] || ! [[ $2 =~ ^[0-9]+$ ]]; then
+    echo "usage: $0 [--dry-run] OUT_DIR BUDGET_S [PLAN]" >&2
+    exit 2
+fi
+PLAN=scripts/gpu_plans/${3:-bench}.sh
+if [ ! -f "$PLAN" ]; then
+    echo "$0: no plan $PLAN (plans: $(cd scripts/gpu_plans && ls -- *.sh | sed 's/\.sh$//' | xargs))" >&2
     exit 2
 fi
 mkdir -p "$1" || exit 2
@@ -103,21 +109,8 @@ if ((!DRY)); then
     fi
 fi
 
-# the target first: 1000 TSP100 x 128 Gumbeldore samples in <= 20 s
-step search 240 "$PY" benchmarks/bench_search.py --device cuda --precision bf16 --throughput 1000 \
-    --chunk 250 --out "$OUT/search.json"
-step policy 240 "$PY" benchmarks/bench_policy.py --device cuda --precisions fp32 bf16 --packing \
-    --out "$OUT/policy.json"
-step train 240 "$PY" benchmarks/bench_train.py --device cuda \
-    --experiments tsp100_gumbeldore jssp_gumbeldore --profile --out "$OUT/train.json"
-# JSSP training probe: few instances per epoch, validation without references; the run dir
-# (checkpoints/last.ckpt, best.pt, logs/metrics.csv) lies under OUT_DIR.
-step jssp_probe 100000 "$PY" -m nco.cli.train experiment=jssp_gumbeldore distributed.workers=0 \
-    "trainer.max_epochs=${NCO_PROBE_EPOCHS:-2}" training.instances_per_epoch=64 \
-    training.batches_per_epoch=100 training.val_instances=20 training.val_batch_size=20 \
-    training.val_gap=false training.progress=false sampling.batch_size=64 \
-    distributed.chunk_size=64 "hydra.run.dir=$OUT/jssp_probe" hydra.output_subdir=null \
-    hydra/job_logging=disabled
+# shellcheck source=/dev/null
+source "$PLAN"
 if ((DRY)); then
     say "dry run: nothing was run"
 else
