@@ -73,6 +73,7 @@ slim)
         grep -qxF "/$p/" .git/info/exclude || echo "/$p/" >>.git/info/exclude
     done
     printf '%s\n' "${SLIM[@]}" >"$MARK"
+    mkdir -p "$(dirname "$HOOK")"
     printf '#!/bin/sh\necho "device_prep.sh slim is on: run bash scripts/device_prep.sh restore" >&2\nexit 1\n' >"$HOOK"
     chmod +x "$HOOK"
     echo "slim: ${SLIM[*]} untracked for the device tool (restore with: $0 restore)"

@@ -21,11 +21,11 @@ def sh(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git checkout with the script, a small source file and 3 MiB of study artifacts."""
+    """A git checkout with the script, a small source file and 4.5 MiB of study artifacts."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(SCRIPT, tmp_path / "scripts" / "device_prep.sh")
     (tmp_path / "nco.py").write_text("x = 1\n")
-    for folder in ("data/reproduction/tsp20", "data/results"):
+    for folder in ("data/reproduction/tsp20", "data/results", "data/light"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "big.bin").write_bytes(b"\1" * 1536 * 1024)
     sh("git", "init", "-q", cwd=tmp_path)
@@ -43,7 +43,7 @@ def sent(repo: Path) -> set[str]:
 def test_slim_sends_no_study_files_refuses_commits_and_restore_undoes_it(repo: Path) -> None:
     before = sent(repo)
     assert "data/reproduction/tsp20/big.bin" in before
-    assert "3 MiB" in sh("bash", "scripts/device_prep.sh", "size", cwd=repo).stdout
+    assert "4 MiB" in sh("bash", "scripts/device_prep.sh", "size", cwd=repo).stdout
     sh("bash", "scripts/device_prep.sh", "slim", cwd=repo)
     assert sent(repo) == {"nco.py", "scripts/device_prep.sh"}
     assert (repo / "data/reproduction/tsp20/big.bin").is_file()  # still on disk
@@ -72,3 +72,13 @@ def test_slim_keeps_a_foreign_pre_commit_hook(repo: Path) -> None:
     assert proc.returncode == 1 and "pre-commit" in proc.stderr
     assert hook.read_text() == "#!/bin/sh\nexit 0\n"
     assert "data/results/big.bin" in sent(repo)
+
+
+def test_slim_works_where_git_made_no_hooks_folder(repo: Path) -> None:
+    """A clone without .git/hooks (seen on this machine) still gets the commit guard."""
+    shutil.rmtree(repo / ".git/hooks", ignore_errors=True)
+    sh("bash", "scripts/device_prep.sh", "slim", cwd=repo)
+    assert sent(repo) == {"nco.py", "scripts/device_prep.sh"}
+    assert (repo / ".git/hooks/pre-commit").is_file()
+    sh("bash", "scripts/device_prep.sh", "restore", cwd=repo)
+    assert sh("git", "status", "--porcelain", cwd=repo).stdout == ""

@@ -1,0 +1,58 @@
+"""scripts/gpu_window.sh picks a plan of steps from scripts/gpu_plans/ and budgets its timeouts."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def dry_run(out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts/gpu_window.sh"), "--dry-run", str(out), *args],
+        capture_output=True,
+        text=True,
+    )
+
+
+def status() -> str:
+    """Every changed, untracked or ignored path of the checkout."""
+    git = ["git", "-C", str(ROOT), "status", "--porcelain", "--ignored"]
+    return subprocess.run(git, capture_output=True, text=True).stdout
+
+
+def steps(stdout: str) -> list[tuple[str, int]]:
+    return [(m[1], int(m[2])) for m in re.finditer(r"start (\S+) \(timeout (\d+)s\)", stdout)]
+
+
+def test_the_default_plan_is_the_benchmarks_within_the_budget(tmp_path: Path) -> None:
+    proc = dry_run(tmp_path, "560")
+    assert proc.returncode == 0, proc.stderr
+    # 560 s less the 20 s reserve: 240 + 240 + 60, and the probe is skipped
+    assert steps(proc.stdout) == [("search", 240), ("policy", 240), ("train", 60)]
+    assert "skip jssp_probe" in proc.stdout
+
+
+def test_the_runs_plan_snapshots_the_jssp_run_before_the_taillard_decodes(tmp_path: Path) -> None:
+    before = status()
+    proc = dry_run(tmp_path, "2000", "runs")
+    assert status() == before
+    assert proc.returncode == 0, proc.stderr
+    names = [name for name, _ in steps(proc.stdout)]
+    # jssp_train runs in the background, its output in the run folder's train_gpu.log
+    assert names == ["pomo_cvrp100", "bq_tsp50", "snapshot", "taillard", "taillard100"]
+    assert "device=cuda" in proc.stdout and "jssp_cpu_gd.tgz" in proc.stdout
+    # a dry run writes nothing into the checkout, the JSSP run's folder included
+    assert (tmp_path / "jssp_train.log").is_file()
+
+
+def test_an_unknown_plan_or_a_bad_budget_is_refused(tmp_path: Path) -> None:
+    proc = dry_run(tmp_path, "560", "nope")
+    assert proc.returncode == 2 and "bench" in proc.stderr and "runs" in proc.stderr
+    assert dry_run(tmp_path, "soon").returncode == 2
