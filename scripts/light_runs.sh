@@ -34,7 +34,14 @@ for run in "${runs[@]}"; do
     cvrp100_ft50_lr5e-5) args=(experiment=cvrp100_light_gumbeldore problem.env.capacity_range=null
                                init_checkpoint=data/checkpoints/pomo_cvrp100/best.pt training.lr=5e-5
                                training.val_data=kool:cvrp100_val training.val_limit=2000) ;;
-    *) echo "light_runs.sh: unknown run $run (tsp100_scratch tsp100_ft cvrp100_scratch cvrp100_ft cvrp100_ft50 cvrp100_ft50_lr5e-5)" >&2
+    # cvrp100_ft50_lr5e-5 with POMO's multi-start greedy (100 first customers, best kept) as
+    # the sampler instead of Gumbeldore 32x4, each epoch trained from the best weights
+    cvrp100_ft50_ms) args=(experiment=cvrp100_light_gumbeldore problem.env.capacity_range=null
+                           init_checkpoint=data/checkpoints/pomo_cvrp100/best.pt training.lr=5e-5
+                           search=greedy search.starts=100 training.p_min_schedule=null
+                           training.restart_from_best=true
+                           training.val_data=kool:cvrp100_val training.val_limit=2000) ;;
+    *) echo "light_runs.sh: unknown run $run (tsp100_scratch tsp100_ft cvrp100_scratch cvrp100_ft cvrp100_ft50 cvrp100_ft50_lr5e-5 cvrp100_ft50_ms)" >&2
        exit 2 ;;
   esac
   mkdir -p "data/light/$run"
