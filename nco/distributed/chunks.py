@@ -44,6 +44,17 @@ def sample_chunk(
     return sols.best()
 
 
+def better_of(a: Best, b: Best) -> Best:
+    """Per instance, the better of two results (a on ties), actions padded with -1 alike."""
+    t = max(a.actions.shape[1], b.actions.shape[1])
+    pad_a = nn.functional.pad(a.actions, (0, t - a.actions.shape[1]), value=-1)
+    pad_b = nn.functional.pad(b.actions, (0, t - b.actions.shape[1]), value=-1)
+    take_b = b.objective > a.objective
+    return Best(
+        torch.where(take_b[:, None], pad_b, pad_a), torch.where(take_b, b.objective, a.objective)
+    )
+
+
 def cat_best(parts: list[Best]) -> Best:
     """Concatenate per-chunk results in order, padding actions with -1 to a common length."""
     t = max(p.actions.shape[1] for p in parts)

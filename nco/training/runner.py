@@ -153,6 +153,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         sample_policy=str(tcfg.get("sample_policy", "best")),
         imitation=str(tcfg.get("imitation", "subtrajectories")),
         augment=augment_setting(tcfg.get("augment", True)),
+        greedy_candidate=bool(tcfg.get("greedy_candidate", False)),
     )
     stop = tcfg.get("stop_objective")
     module = SelfImprovementModule(
