@@ -17,14 +17,14 @@ TINY = ["model=bq_tsp_tiny", "problem.num_nodes=10", "search=greedy", "training.
 
 
 def test_greedy_on_the_regenerated_instances_is_the_logged_greedy_sample(tmp_path: Path) -> None:
-    """A run that samples greedily and all but never changes its weights (lr 1e-12): the script's greedy
-    cost on epoch e's regenerated instances must be the run's logged sample/cost of epoch e."""
+    """A run that samples greedily and all but never changes its weights (lr 1e-12): the
+    script's greedy cost on epoch e's regenerated instances is the run's logged sample/cost."""
     run = tmp_path / "run"
     train = [sys.executable, "-m", "nco.cli.train", *TINY, f"hydra.run.dir={run}"]
     subprocess.run(train, cwd=tmp_path, capture_output=True, text=True, check=True)
     out = tmp_path / "probe.json"
-    cmd = [sys.executable, str(SCRIPTS / "sampler_vs_greedy.py"), "--run", str(run),
-           "--checkpoint", str(run / "best.pt"), "--epochs", "0", "1", "--out", str(out)]  # fmt: skip
+    cmd = [sys.executable, str(SCRIPTS / "sampler_vs_greedy.py"), "--run", str(run), "--checkpoint",
+           str(run / "best.pt"), "--epochs", "0", "1", "--out", str(out)]  # fmt: skip
     subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=True)
     rows = json.loads(out.read_text())["epochs"]
     for row in rows:
