@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -13,11 +14,14 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 
-def dry_run(out: Path, *args: str) -> subprocess.CompletedProcess:
+def dry_run(
+    out: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(ROOT / "scripts/gpu_window.sh"), "--dry-run", str(out), *args],
         capture_output=True,
         text=True,
+        env=env,
     )
 
 
@@ -39,17 +43,20 @@ def test_the_default_plan_is_the_benchmarks_within_the_budget(tmp_path: Path) ->
     assert "skip jssp_probe" in proc.stdout
 
 
-def test_the_runs_plan_snapshots_the_jssp_run_before_the_taillard_decodes(tmp_path: Path) -> None:
+def test_the_runs_plan_trains_for_the_budget_then_snapshots(tmp_path: Path) -> None:
     before = status()
-    proc = dry_run(tmp_path, "2000", "runs")
-    assert status() == before
-    assert proc.returncode == 0, proc.stderr
-    names = [name for name, _ in steps(proc.stdout)]
-    # jssp_train runs in the background, its output in the run folder's train_gpu.log
-    assert names == ["pomo_cvrp100", "bq_tsp50", "snapshot", "taillard", "taillard100"]
-    assert "device=cuda" in proc.stdout and "jssp_cpu_gd.tgz" in proc.stdout
-    # a dry run writes nothing into the checkout, the JSSP run's folder included
-    assert (tmp_path / "jssp_train.log").is_file()
+    proc = dry_run(tmp_path, "560", "runs")
+    assert status() == before  # a dry run writes nothing into the checkout
+    # 560 s less the 20 s reserve, less 40 s kept for the snapshot
+    assert steps(proc.stdout) == [("jssp_train", 500), ("snapshot", 30)]
+    assert "experiment=jssp_cpu" in proc.stdout and "jssp_cpu_gd.tgz" in proc.stdout
+
+
+def test_the_table2_plan_takes_its_cells_from_the_environment(tmp_path: Path) -> None:
+    env = {**os.environ, "NCO_METHODS": "greedy beam16", "NCO_GROUPS": "20x20", "NCO_REPEATS": "5"}
+    proc = dry_run(tmp_path, "300", "table2", env=env)
+    assert steps(proc.stdout) == [("table2", 280)]
+    assert "--methods greedy beam16 --groups 20x20 --repeats 5 --device cuda" in proc.stdout
 
 
 def test_an_unknown_plan_or_a_bad_budget_is_refused(tmp_path: Path) -> None:
