@@ -14,52 +14,63 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
 
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A checkout holding only the window script, its plans and the JSSP run's metrics."""
+    (tmp_path / "repo" / "scripts").mkdir(parents=True)
+    (tmp_path / "repo" / "data/jssp_cpu/gd/logs").mkdir(parents=True)
+    (tmp_path / "repo" / "data/jssp_cpu/gd/logs/metrics.csv").write_text("epoch\n0\n")
+    shutil.copy(ROOT / "scripts" / "gpu_window.sh", tmp_path / "repo" / "scripts")
+    shutil.copytree(ROOT / "scripts" / "gpu_plans", tmp_path / "repo" / "scripts" / "gpu_plans")
+    return tmp_path / "repo"
+
+
 def dry_run(
-    out: Path, *args: str, env: dict[str, str] | None = None
+    repo: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
+    out = repo.parent / "out"
     return subprocess.run(
-        ["bash", str(ROOT / "scripts/gpu_window.sh"), "--dry-run", str(out), *args],
+        ["bash", str(repo / "scripts/gpu_window.sh"), "--dry-run", str(out), *args],
         capture_output=True,
         text=True,
         env=env,
     )
 
 
-def status() -> str:
-    """Every changed, untracked or ignored path of the checkout."""
-    git = ["git", "-C", str(ROOT), "status", "--porcelain", "--ignored"]
-    return subprocess.run(git, capture_output=True, text=True).stdout
+def files(repo: Path) -> set[str]:
+    return {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file()}
 
 
 def steps(stdout: str) -> list[tuple[str, int]]:
     return [(m[1], int(m[2])) for m in re.finditer(r"start (\S+) \(timeout (\d+)s\)", stdout)]
 
 
-def test_the_default_plan_is_the_benchmarks_within_the_budget(tmp_path: Path) -> None:
-    proc = dry_run(tmp_path, "560")
+def test_the_default_plan_is_the_benchmarks_within_the_budget(repo: Path) -> None:
+    proc = dry_run(repo, "560")
     assert proc.returncode == 0, proc.stderr
     # 560 s less the 20 s reserve: 240 + 240 + 60, and the probe is skipped
     assert steps(proc.stdout) == [("search", 240), ("policy", 240), ("train", 60)]
     assert "skip jssp_probe" in proc.stdout
 
 
-def test_the_runs_plan_trains_for_the_budget_then_snapshots(tmp_path: Path) -> None:
-    before = status()
-    proc = dry_run(tmp_path, "560", "runs")
-    assert status() == before  # a dry run writes nothing into the checkout
+def test_the_runs_plan_trains_for_the_budget_then_snapshots(repo: Path) -> None:
+    before = files(repo)
+    proc = dry_run(repo, "560", "runs")
+    assert files(repo) == before  # a dry run writes nothing into the checkout, the run included
+    assert "jssp_train: 2 lines in metrics.csv" in proc.stdout
     # 560 s less the 20 s reserve, less 40 s kept for the snapshot
     assert steps(proc.stdout) == [("jssp_train", 500), ("snapshot", 30)]
     assert "experiment=jssp_cpu" in proc.stdout and "jssp_cpu_gd.tgz" in proc.stdout
 
 
-def test_the_table2_plan_takes_its_cells_from_the_environment(tmp_path: Path) -> None:
+def test_the_table2_plan_takes_its_cells_from_the_environment(repo: Path) -> None:
     env = {**os.environ, "NCO_METHODS": "greedy beam16", "NCO_GROUPS": "20x20", "NCO_REPEATS": "5"}
-    proc = dry_run(tmp_path, "300", "table2", env=env)
+    proc = dry_run(repo, "300", "table2", env=env)
     assert steps(proc.stdout) == [("table2", 280)]
     assert "--methods greedy beam16 --groups 20x20 --repeats 5 --device cuda" in proc.stdout
 
 
-def test_an_unknown_plan_or_a_bad_budget_is_refused(tmp_path: Path) -> None:
-    proc = dry_run(tmp_path, "560", "nope")
+def test_an_unknown_plan_or_a_bad_budget_is_refused(repo: Path) -> None:
+    proc = dry_run(repo, "560", "nope")
     assert proc.returncode == 2 and "bench" in proc.stderr and "runs" in proc.stderr
-    assert dry_run(tmp_path, "soon").returncode == 2
+    assert dry_run(repo, "soon").returncode == 2
