@@ -44,11 +44,15 @@ def sample_chunk(
     return sols.best()
 
 
+def _padded(parts: list[Best]) -> list[torch.Tensor]:
+    """The parts' action sequences, padded with -1 to their common length."""
+    t = max(p.actions.shape[1] for p in parts)
+    return [nn.functional.pad(p.actions, (0, t - p.actions.shape[1]), value=-1) for p in parts]
+
+
 def better_of(a: Best, b: Best) -> Best:
     """Per instance, the better of two results (a on ties), actions padded with -1 alike."""
-    t = max(a.actions.shape[1], b.actions.shape[1])
-    pad_a = nn.functional.pad(a.actions, (0, t - a.actions.shape[1]), value=-1)
-    pad_b = nn.functional.pad(b.actions, (0, t - b.actions.shape[1]), value=-1)
+    pad_a, pad_b = _padded([a, b])
     take_b = b.objective > a.objective
     return Best(
         torch.where(take_b[:, None], pad_b, pad_a), torch.where(take_b, b.objective, a.objective)
@@ -57,6 +61,4 @@ def better_of(a: Best, b: Best) -> Best:
 
 def cat_best(parts: list[Best]) -> Best:
     """Concatenate per-chunk results in order, padding actions with -1 to a common length."""
-    t = max(p.actions.shape[1] for p in parts)
-    actions = [nn.functional.pad(p.actions, (0, t - p.actions.shape[1]), value=-1) for p in parts]
-    return Best(torch.cat(actions), torch.cat([p.objective for p in parts]))
+    return Best(torch.cat(_padded(parts)), torch.cat([p.objective for p in parts]))
