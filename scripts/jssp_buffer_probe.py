@@ -12,12 +12,18 @@ and compares with the run's cached references.
 
     python scripts/jssp_buffer_probe.py --run data/jssp_cpu/gd --lrs 2e-4 5e-5 --steps 96 \\
         --out data/results/jssp_cpu/buffer_probe.json          # one thread, ~10 min per rate
+
+`--eval-at 24 48` also validates each arm after that many steps (train_s then includes those
+validations); `--ema-decays 0.98` also validates the exponential moving average of each arm's
+weights, updated after every step from the best weights on, as `training.ema_decay` does
+(`--seeds 0 1 2` measures how much one 96-step draw varies: docs/jssp.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import time
 from pathlib import Path
@@ -27,6 +33,7 @@ import torch
 from jssp_val_rules import run_validation  # scripts/ is on sys.path when run as a script
 from omegaconf import DictConfig
 from probe_training import clipped_step
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
 from nco import checkpoint
 from nco.decode import decode
@@ -58,8 +65,21 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True, help="a JSSP nco-train run folder")
     parser.add_argument("--lrs", type=float, nargs="+", default=[2e-4, 5e-5])
     parser.add_argument("--steps", type=int, default=96)
+    parser.add_argument(
+        "--eval-at", type=int, nargs="*", default=[], help="also validate after these many steps"
+    )
+    parser.add_argument(
+        "--ema-decays",
+        type=float,
+        nargs="*",
+        default=[],
+        help="also validate moving averages of the weights (as training.ema_decay does)",
+    )
+    parser.add_argument("--skip-best", action="store_true", help="do not re-validate best.pt")
     parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], help="one arm per seed and rate"
+    )
     parser.add_argument("--val-limit", type=int, default=None, help="first N validation instances")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -78,25 +98,42 @@ def main() -> None:
         "best_epoch": best.meta.get("epoch"),
         "val_instances": len(refs),
     }
-    record["best_val_gap_percent"] = val_gap(best.policy.eval(), val, refs, val_batch)
-    print(json.dumps({"best.pt": record["best_val_gap_percent"]}), flush=True)
+    if not args.skip_best:
+        record["best_val_gap_percent"] = val_gap(best.policy.eval(), val, refs, val_batch)
+        print(json.dumps({"best.pt": record["best_val_gap_percent"]}), flush=True)
     arms: list[dict[str, object]] = []
-    for lr in args.lrs:
+    for seed, lr in itertools.product(args.seeds, args.lrs):
         policy = copy.deepcopy(best.policy)
         optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
-        batches = SubTrajectoryBatches(env, buffer.groups, args.steps, args.batch_size, args.seed)
-        start, losses = time.perf_counter(), []
+        batches = SubTrajectoryBatches(env, buffer.groups, args.steps, args.batch_size, seed)
+        averages = {
+            d: AveragedModel(policy, multi_avg_fn=get_ema_multi_avg_fn(d), use_buffers=True)
+            for d in args.ema_decays
+        }
+        start, losses, along = time.perf_counter(), [], {}
         policy.train()
-        for states, expert in batches:
+        for step, (states, expert) in enumerate(batches, start=1):
             loss = imitation_loss(policy, env, states, expert)
             losses.append(clipped_step(policy, optimizer, loss))
+            for average in averages.values():
+                average.update_parameters(policy)
+            if step in args.eval_at and step < args.steps:
+                along[step] = val_gap(policy.eval(), val, refs, val_batch)
+                print(json.dumps({"lr": lr, "step": step, "val_gap_percent": along[step]}))
+                policy.train()
         train_s = time.perf_counter() - start
         policy.eval()
         arm = {
             "lr": lr,
+            "seed": seed,
             "val_gap_percent": val_gap(policy, val, refs, val_batch),
+            "val_gap_percent_at_step": along,
             "mean_loss": float(np.mean(losses)),
             "train_s": round(train_s, 1),
+        }
+        arm["ema_val_gap_percent"] = {
+            d: val_gap(average.module.eval(), val, refs, val_batch)
+            for d, average in averages.items()
         }
         print(json.dumps(arm), flush=True)
         arms.append(arm)
