@@ -50,3 +50,27 @@ def keep_freed_memory(threshold: int = DEFAULT_THRESHOLD) -> bool:
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(mallopt(M_TRIM_THRESHOLD, threshold))
+
+
+def release_freed_memory() -> bool:
+    """Give the heap's free pages back to the kernel (glibc `malloc_trim(0)`); returns whether
+    it ran.
+
+    With `keep_freed_memory`'s thresholds the heap keeps what one phase of work freed, and the
+    blocks of phases with other tensor shapes (sampling, training, validation, the next epoch's
+    instance size) fragment it, so a long run's resident set grows from epoch to epoch. Measured
+    on the JSSP CPU run (one process, configs/experiment/jssp_cpu.yaml): 7.8, 8.6, 9.4 GB
+    between the sampling phases of three epochs; `malloc_trim(0)` called on the live process
+    took it from 10.4 to 1.2 GB. Call it between phases, not inside one, where the kept blocks
+    are what makes the allocator fast.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True

@@ -1,4 +1,5 @@
-"""Callback writing the inference checkpoint `best.pt` whenever the best policy improves."""
+"""Callbacks nco-train always adds: `best.pt` export, log flushing, memory release between
+phases."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import lightning as L
 
 from nco import checkpoint
+from nco.allocator import release_freed_memory
 from nco.training.module import SelfImprovementModule
 
 
@@ -79,3 +81,15 @@ class KeepLogs(L.Callback):
         if trainer.is_global_zero:
             for logger in trainer.loggers:
                 logger.save()
+
+
+class ReleaseMemory(L.Callback):
+    """Return the heap's free pages to the kernel after each epoch's sampling and after each
+    validation (`nco.allocator.release_freed_memory`), so that a long run's resident set stays
+    at one phase's need instead of growing epoch by epoch."""
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        release_freed_memory()  # the epoch's dataloader, i.e. its sampling, is built by now
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        release_freed_memory()

@@ -34,7 +34,7 @@ from nco.hardware import warn_slow_bf16
 from nco.inference import to_instances
 from nco.registry import problem_of_env
 from nco.training import ExportBest, SelfImprovementModule, TrajectoryDataModule
-from nco.training.callbacks import KeepLogs
+from nco.training.callbacks import KeepLogs, ReleaseMemory
 from nco.training.checkpoint_io import AtomicCheckpointIO
 from nco.training.progress import LineProgress
 from nco.training.references import reference_costs
@@ -177,6 +177,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         *named_instances(cfg.get("callbacks")),
         ExportBest(out / "best.pt", model_cfg, problem_cfg, meta),
         KeepLogs(),
+        ReleaseMemory(),
     ]
     if bool(cfg.trainer.get("enable_progress_bar", True)) and not interactive(cfg):
         callbacks.append(LineProgress(float(tcfg.get("progress_interval_s", 60))))
