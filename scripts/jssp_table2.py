@@ -4,11 +4,18 @@ Taillard size group and decoder, as markdown and JSON.
     python scripts/jssp_table2.py checkpoint=best.pt out=table2
     python scripts/jssp_table2.py checkpoint=best.pt out=t --groups 15x15 --methods greedy sbs16 \\
         --limit 5 --repeats 5 --baseline data/results/jssp_cpsat_15x15_60s.json
+    python scripts/jssp_table2.py checkpoint=best.pt out=t --methods \\
+        --merge t_greedy.json t_gd.json --baseline cpsat_*.json --published   # assemble only
 
 Every cell is one `nco.evaluation.run` (the nco-eval command) on `taillard:<group>`: the gap is
 the mean over instances of (makespan - ub) / ub with ub the best-known upper bound
 (data/jssp/taillard_bounds.csv), the time is the decoding wall time of the whole group. Options
 are `--key value` or `key=value`. Writes `<out>.md` and `<out>.json`.
+
+`--merge` adds the rows of earlier outputs of this script for the same checkpoint (their
+`checkpoint` field must start with `--checkpoint`), so that a table can be assembled from runs
+made at different times; `--published` adds the paper's Table 2 rows
+(data/jssp/taillard_table2_published.json) as references, labelled "(published)".
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ METHODS: dict[str, tuple[str, list[str]]] = {  # name: (row label, nco-eval over
     ),
 }
 STOCHASTIC = ("sbs16", "gd32x4")  # repeated `--repeats` times with seeds seed, seed + 1, ...
+PUBLISHED = Path(__file__).resolve().parents[1] / "data/jssp/taillard_table2_published.json"
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -58,13 +66,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--checkpoint", required=True, help="best.pt of a JSSP policy")
     parser.add_argument("--out", required=True, help="output stem: writes <out>.md, <out>.json")
     parser.add_argument("--groups", nargs="+", default=list(GROUPS), help="Taillard sizes JxM")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), help="rows to run")
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), help="rows to run")
     parser.add_argument("--limit", type=int, default=None, help="first N instances per group")
     parser.add_argument("--repeats", type=int, default=1, help="runs of the stochastic decoders")
     parser.add_argument("--batch-size", type=int, default=None, help="instances per decoder call")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--baseline", nargs="*", default=[], help="results JSONs added as rows")
+    parser.add_argument("--merge", nargs="*", default=[], help="earlier outputs of this script")
+    parser.add_argument("--published", action="store_true", help="add the paper's Table 2 rows")
     args = parser.parse_args(tokens)
     for name, values, valid in (
         ("groups", args.groups, GROUPS),
@@ -130,6 +140,33 @@ def baseline_rows(paths: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
     return rows
 
 
+def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows of earlier outputs of this script for `checkpoint`, each cell naming its file."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        if not str(data.get("checkpoint", "")).startswith(checkpoint):
+            raise ValueError(
+                f"jssp_table2: {path} holds results of checkpoint {data.get('checkpoint')!r}, "
+                f"expected {checkpoint!r}."
+            )
+        for label, row in data["table"].items():
+            for group, value in row.items():
+                if group in rows.get(label, {}):
+                    raise ValueError(f"jssp_table2: {label} on {group} is in two --merge files.")
+                rows.setdefault(label, {})[group] = {**value, "source": path}
+    return rows
+
+
+def published_rows() -> dict[str, dict[str, dict[str, Any]]]:
+    """The paper's Table 2 as reference rows (gap %, the printed time kept as text)."""
+    data = json.loads(PUBLISHED.read_text())
+    return {
+        f"{label} (published)": {g: {"gap": c["gap"], "time": c["time"]} for g, c in row.items()}
+        for label, row in data["rows"].items()
+    }
+
+
 def fmt_time(seconds: float) -> str:
     """Seconds as the paper writes times: 4s, 1.3m, 1.5h."""
     if seconds < 60:
@@ -139,14 +176,18 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
+def time_text(value: dict[str, Any]) -> str:
+    """A cell's time: measured seconds formatted, or a published time as printed."""
+    return fmt_time(value["time_s"]) if "time_s" in value else str(value["time"])
+
+
 def markdown(table: dict[str, dict[str, dict[str, Any]]], groups: list[str]) -> str:
     """The table in the paper's layout: one row per method, Gap and Time per group."""
     head = "| Method | " + " | ".join(f"{g} Gap | {g} Time" for g in groups) + " |"
     lines = [head, "|---|" + "---:|---:|" * len(groups)]
     for label, row in table.items():
         cells = [
-            f"{row[g]['gap']:.1f}% | {fmt_time(row[g]['time_s'])}" if g in row else "- | -"
-            for g in groups
+            f"{row[g]['gap']:.1f}% | {time_text(row[g])}" if g in row else "- | -" for g in groups
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -155,13 +196,15 @@ def markdown(table: dict[str, dict[str, dict[str, Any]]], groups: list[str]) -> 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run every (group, method) cell, write `<out>.md` and `<out>.json`; returns the JSON."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    table = baseline_rows(args.baseline)
+    table = {**merged_rows(args.merge, args.checkpoint), **baseline_rows(args.baseline)}
     for method in args.methods:
         repeats = args.repeats if method in STOCHASTIC else 1
-        table[METHODS[method][0]] = {
-            group: cell([evaluate(args, group, method, args.seed + r) for r in range(repeats)])
-            for group in args.groups
-        }
+        table.setdefault(METHODS[method][0], {}).update(
+            {
+                group: cell([evaluate(args, group, method, args.seed + r) for r in range(repeats)])
+                for group in args.groups
+            }
+        )
     result = {
         "checkpoint": str(args.checkpoint),
         "groups": args.groups,
@@ -170,6 +213,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "methods": {METHODS[m][0]: METHODS[m][1] for m in args.methods},
         "table": table,
     }
+    if args.published:
+        result["table"] = table = {**table, **published_rows()}
+        result["published"] = str(PUBLISHED.relative_to(PUBLISHED.parents[2]))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = markdown(table, args.groups)

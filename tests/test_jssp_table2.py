@@ -117,6 +117,32 @@ def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
         script.baseline_rows([str(path)])
 
 
+def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """A table assembled from an earlier output (no decoding) keeps its cells and names their
+    file; the published rows are the paper's; another checkpoint's output and a cell in two
+    files are refused."""
+    script = load_script("jssp_table2")
+    first = tmp_path / "first"
+    common = [f"checkpoint={tiny_checkpoint}", "--groups", "15x15", "--limit", "1"]
+    done = script.main([*common, f"out={first}", "--methods", "greedy"])
+    out = tmp_path / "assembled"
+    table = script.main(
+        [*common, f"out={out}", "--methods", "--merge", f"{first}.json", "--published"]
+    )["table"]
+    greedy = table["greedy"]["15x15"]
+    assert greedy["gap"] == done["table"]["greedy"]["15x15"]["gap"]
+    assert greedy["source"] == f"{first}.json"
+    assert table["SI GD, greedy (published)"]["15x15"] == {"gap": 9.6, "time": "1s"}
+    assert table["L2D, greedy (published)"]["100x20"]["gap"] == 13.6
+    text = out.with_suffix(".md").read_text()
+    assert "| SI GD, GD 32x4 (published) | 5.0% | 4s |" in text
+
+    with pytest.raises(ValueError, match="two --merge files"):
+        script.merged_rows([f"{first}.json", f"{first}.json"], str(tiny_checkpoint))
+    with pytest.raises(ValueError, match="checkpoint"):
+        script.merged_rows([f"{first}.json"], "another.pt")
+
+
 def compose_train(overrides: list[str]):
     """The composed nco-train config (configs/train.yaml) with `overrides`."""
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
