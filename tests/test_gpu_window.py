@@ -63,6 +63,13 @@ def test_the_runs_plan_trains_for_the_budget_then_snapshots(repo: Path) -> None:
     assert "experiment=jssp_cpu" in proc.stdout and "jssp_cpu_gd.tgz" in proc.stdout
 
 
+def test_the_runs_plan_passes_extra_training_overrides(repo: Path) -> None:
+    env = {**os.environ, "NCO_JSSP_OVERRIDES": "training.instances_per_epoch=32 seed=3"}
+    proc = dry_run(repo, "560", "runs", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "trainer.enable_progress_bar=false training.instances_per_epoch=32 seed=3" in proc.stdout
+
+
 def test_the_table2_plan_takes_its_cells_from_the_environment(repo: Path) -> None:
     env = {**os.environ, "NCO_METHODS": "greedy beam16", "NCO_GROUPS": "20x20", "NCO_REPEATS": "5"}
     proc = dry_run(repo, "300", "table2", env=env)

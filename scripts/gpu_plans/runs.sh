@@ -6,6 +6,9 @@
 # checkout and commit it. Its log is OUT_DIR/jssp_train.log. Taillard greedy is not here: it is
 # latency-bound and no faster on the GPU (docs/gpu.md). The first window's version of this plan
 # also decoded POMO CVRP100 and BQ TSP50 on all 10,000 Kool instances (commit 99cb1f7).
+# NCO_JSSP_OVERRIDES adds nco-train overrides, split on spaces (e.g.
+# "training.instances_per_epoch=32": the CPU probes found one epoch's draw too noisy at 6
+# instances, docs/jssp.md, and a GPU decode of 6 instances is latency-bound).
 # Sourced by gpu_window.sh, which defines step, say, left, $PY and $OUT.
 # shellcheck shell=bash disable=SC2154
 RUN=data/jssp_cpu/gd
@@ -14,7 +17,7 @@ RUN=data/jssp_cpu/gd
 step jssp_train "${NCO_JSSP_S:-$(($(left) - 40))}" bash -c 'exec "$@" >"$0" 2>&1' \
     "$OUT/jssp_train.log" env NCO_CACHE_DIR="$RUN/cache" OMP_NUM_THREADS=8 \
     "$PY" -m nco.cli.train experiment=jssp_cpu "hydra.run.dir=$RUN" training.progress=false \
-    trainer.enable_progress_bar=false
+    trainer.enable_progress_bar=false ${NCO_JSSP_OVERRIDES:-}
 say "jssp_train: $(grep -c . "$RUN/logs/metrics.csv") lines in metrics.csv"
 step snapshot 30 tar czf "$OUT/jssp_cpu_gd.tgz" "$RUN/best.pt" "$RUN/checkpoints/last.ckpt" \
     "$RUN/logs/metrics.csv"
