@@ -135,7 +135,8 @@ def baseline_rows(paths: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
         if not res.dataset.startswith("taillard:") or res.mean_gap is None:
             raise ValueError(f"jssp_table2: {path} must hold a taillard:<group> set with gaps.")
         limit = res.info.get("time_limit")
-        label = res.method if limit is None else f"{res.method}, {limit:g} s"
+        timed = limit is not None and not res.method.startswith("pdr")  # a rule runs untimed
+        label = f"{res.method}, {limit:g} s" if timed else res.method
         rows.setdefault(label, {})[res.dataset.split(":", 1)[1]] = cell([res])
     return rows
 
@@ -145,6 +146,8 @@ def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[s
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("table"), dict):
+            raise ValueError(f"jssp_table2: {path} is no output of this script (no 'table').")
         if not str(data.get("checkpoint", "")).startswith(checkpoint):
             raise ValueError(
                 f"jssp_table2: {path} holds results of checkpoint {data.get('checkpoint')!r}, "

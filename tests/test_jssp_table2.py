@@ -111,6 +111,9 @@ def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
         script.parse_args(["checkpoint=x", "out=y", "--groups", "15x16"])
     with pytest.raises(ValueError, match="methods"):
         script.parse_args(["checkpoint=x", "out=y", "--methods", "beam8"])
+    results["method"] = "pdr:fdd/mwkr"  # nco-baseline records a time limit for rules too
+    path.write_text(json.dumps(results))
+    assert list(script.baseline_rows([str(path)])) == ["pdr:fdd/mwkr"]
     results["dataset"] = "kool:tsp20_test"
     path.write_text(json.dumps(results))
     with pytest.raises(ValueError, match="taillard"):
@@ -141,6 +144,9 @@ def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None
         script.merged_rows([f"{first}.json", f"{first}.json"], str(tiny_checkpoint))
     with pytest.raises(ValueError, match="checkpoint"):
         script.merged_rows([f"{first}.json"], "another.pt")
+    (tmp_path / "other.json").write_text('{"problem": "jssp"}')
+    with pytest.raises(ValueError, match="no output of this script"):
+        script.merged_rows([str(tmp_path / "other.json")], str(tiny_checkpoint))
 
 
 def compose_train(overrides: list[str]):
