@@ -28,16 +28,17 @@ print(json.dumps({"took": took, "faults": after - before}))
 """
 
 
-def _faults(mode: str) -> dict:
+def _child(script: str, mode: str) -> dict:
+    """The JSON line a fresh Python process running `script` with argument `mode` prints."""
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, mode], check=True, capture_output=True, text=True
+        [sys.executable, "-c", script, mode], check=True, capture_output=True, text=True
     ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(user_settings(), reason="the environment sets malloc thresholds")
 def test_freed_tensors_are_reused_without_page_faults():
-    default, tuned = _faults("default"), _faults("tuned")
+    default, tuned = _child(CHILD, "default"), _child(CHILD, "tuned")
     assert tuned["took"] is True
     pages = 10 * (48 << 20) // 4096
     assert default["faults"] > pages // 2  # glibc's defaults fault every tensor in again
@@ -72,16 +73,9 @@ print(json.dumps({"ran": ran, "before": before, "after": rss()}))
 """
 
 
-def _rss(mode: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", FRAGMENTED, mode], check=True, capture_output=True, text=True
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
 @pytest.mark.skipif(user_settings(), reason="the environment sets malloc thresholds")
 def test_release_gives_freed_heap_pages_back():
-    kept, released = _rss("keep"), _rss("release")
+    kept, released = _child(FRAGMENTED, "keep"), _child(FRAGMENTED, "release")
     assert kept["after"] - kept["before"] > -50  # without it the freed 400 MiB stay resident
     assert released["ran"] is True
     assert released["before"] - released["after"] > 300  # MiB returned to the kernel
