@@ -119,7 +119,8 @@ def main() -> None:
                 average.update_parameters(policy)
             if step in args.eval_at and step < args.steps:
                 along[step] = val_gap(policy.eval(), val, refs, val_batch)
-                print(json.dumps({"lr": lr, "step": step, "val_gap_percent": along[step]}))
+                line = {"lr": lr, "seed": seed, "step": step, "val_gap_percent": along[step]}
+                print(json.dumps(line), flush=True)
                 policy.train()
         train_s = time.perf_counter() - start
         policy.eval()
