@@ -1,0 +1,71 @@
+"""scripts/jssp_buffer_probe.py on a tiny fake JSSP run: one arm per seed and rate, validations
+along the steps and of moving averages, in the JSON it writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from nco import checkpoint
+from nco.paths import CONFIG_DIR
+from nco.problems.jssp.dispatching import dispatch
+from nco.training.buffer import TrajectoryBuffer
+from nco.training.runner import validation_set
+from tests.script_loader import SCRIPTS
+
+
+def fake_run(run: Path) -> None:
+    """A run folder as nco-train leaves it: config, cached references, best.pt, and a
+    last.ckpt whose buffer holds FDD/MWKR schedules of four 4x3 instances."""
+    overrides = ["experiment=jssp_cpu", "model=jssp_transformer_tiny", "model.precision=fp32",
+                 "training.val_instances=3", "training.val_env.sizes=[[4,3]]"]  # fmt: skip
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=overrides)
+    (run / ".hydra").mkdir(parents=True)
+    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
+    cfg.training.val_gap = False
+    env = instantiate(cfg.problem.env)
+    val, _ = validation_set(cfg, env)
+    (run / "cache" / "references").mkdir(parents=True)
+    np.savez(run / "cache" / "references" / "r.npz", costs=np.full(3, 10.0))
+    torch.manual_seed(0)
+    model = OmegaConf.to_container(cfg.model)
+    problem = OmegaConf.to_container(cfg.problem)
+    checkpoint.save(run / "best.pt", instantiate(cfg.model), model, problem, {"epoch": 5})
+    train = val.index(torch.arange(3))
+    buffer = TrajectoryBuffer()
+    buffer.add(train, dispatch(train, "fdd/mwkr"))
+    (run / "checkpoints").mkdir()
+    torch.save(
+        {"TrajectoryDataModule": {"buffer": buffer.state_dict()}}, run / "checkpoints/last.ckpt"
+    )
+
+
+def test_arms_per_seed_with_steps_and_averages(tmp_path: Path) -> None:
+    fake_run(tmp_path)
+    out = tmp_path / "probe.json"
+    cmd = [sys.executable, str(SCRIPTS / "jssp_buffer_probe.py"), "--run", str(tmp_path),
+           "--lrs", "1e-3", "--seeds", "0", "1", "--steps", "3", "--eval-at", "1", "3",
+           "--ema-decays", "0.5", "--batch-size", "8", "--skip-best",
+           "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text())
+    assert record["buffer_instances"] == 3 and record["best_epoch"] == 5
+    assert "best_val_gap_percent" not in record  # --skip-best
+    arms = record["arms"]
+    assert [(a["seed"], a["lr"]) for a in arms] == [(0, 1e-3), (1, 1e-3)]
+    for arm in arms:
+        assert list(arm["val_gap_percent_at_step"]) == ["1"]  # the last step is the final value
+        assert list(arm["ema_val_gap_percent"]) == ["0.5"]
+        assert arm["val_gap_percent"] >= -100 and np.isfinite(arm["val_gap_percent"])
+    printed = [json.loads(line) for line in proc.stdout.splitlines() if '"step"' in line]
+    assert [(p["seed"], p["step"]) for p in printed] == [(0, 1), (1, 1)]
