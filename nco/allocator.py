@@ -16,11 +16,26 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from typing import Any
 
 # mallopt parameters (malloc.h).
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 DEFAULT_THRESHOLD = 1 << 30
+
+
+def glibc(name: str, argtypes: list[type]) -> Any | None:
+    """glibc's function `name` taking `argtypes` and returning an int, or None off Linux or
+    where the C library has no such function."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = getattr(ctypes.CDLL("libc.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = argtypes
+    function.restype = ctypes.c_int
+    return function
 
 
 def user_settings() -> bool:
@@ -41,14 +56,9 @@ def keep_freed_memory(threshold: int = DEFAULT_THRESHOLD) -> bool:
     process-wide allocator, so nco's commands and sampling workers call it, and the library
     functions do not.
     """
-    if not sys.platform.startswith("linux") or user_settings():
+    mallopt = None if user_settings() else glibc("mallopt", [ctypes.c_int, ctypes.c_int])
+    if mallopt is None:
         return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    mallopt.restype = ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, threshold)) and bool(mallopt(M_TRIM_THRESHOLD, threshold))
 
 
@@ -64,13 +74,8 @@ def release_freed_memory() -> bool:
     took it from 10.4 to 1.2 GB. Call it between phases, not inside one, where the kept blocks
     are what makes the allocator fast.
     """
-    if not sys.platform.startswith("linux"):
+    trim = glibc("malloc_trim", [ctypes.c_size_t])
+    if trim is None:
         return False
-    try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return False
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
     trim(0)
     return True
