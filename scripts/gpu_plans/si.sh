@@ -1,0 +1,43 @@
+# The self-improvement plan of scripts/gpu_window.sh: two training runs share the GPU at once.
+# In the background, the JSSP CPU run (data/jssp_cpu/gd) continues from its last.ckpt with
+# NCO_JSSP_OVERRIDES (default: 32 instances and 192 steps per epoch, where the CPU can afford 6
+# and 96; docs/jssp.md). In the foreground, the shipped BQ TSP50 checkpoint is fine-tuned by SI
+# GD on TSP50 (repro_tsp50's model, sampler and validation set) with GPU-sized epochs: 512
+# instances and 512 Adam steps of 1024 sub-tours (the paper's 1,024 sub-tours per sampled
+# instance), lr 1e-4 warmed up over 128 steps and x0.9 per epoch. Then its best.pt is decoded
+# greedily with augment 8 on all 10,000 Kool TSP50 test instances (issue 43's target), and both
+# runs come back as OUT_DIR/jssp_cpu_gd.tgz and OUT_DIR/tsp50_gpu.tgz: untar them in the checkout.
+# Validation references come from data/reproduction/cache (carry it: `slim` untracks it).
+# NCO_TRAINER (default gpu), NCO_DEVICE (cuda), NCO_TSP50_OVERRIDES and NCO_EVAL_LIMIT make a
+# small CPU rehearsal possible. Sourced by gpu_window.sh, which defines step, say, left, $PY, $OUT.
+# shellcheck shell=bash disable=SC2154,SC2016,SC2086
+JSSP_RUN=data/jssp_cpu/gd
+TSP_RUN=data/reproduction/tsp50/finetune-gpu
+DEV=${NCO_DEVICE:-cuda}
+END=$(($(left) - 90)) # both trainings stop here: time for the decode and the snapshots
+(
+    step jssp_train "$END" bash -c 'exec "$@" >"$0" 2>&1' "$OUT/jssp_train.log" \
+        env NCO_CACHE_DIR="$JSSP_RUN/cache" OMP_NUM_THREADS=6 \
+        "$PY" -m nco.cli.train experiment=jssp_cpu "hydra.run.dir=$JSSP_RUN" \
+        training.progress=false trainer.enable_progress_bar=false \
+        ${NCO_JSSP_OVERRIDES:-training.instances_per_epoch=32 training.batches_per_epoch=192}
+) &
+JSSP=$!
+step tsp50_train "$((END - 5))" bash -c 'exec "$@" >"$0" 2>&1' "$OUT/tsp50_train.log" \
+    env NCO_CACHE_DIR=data/reproduction/cache OMP_NUM_THREADS=6 \
+    "$PY" -m nco.cli.train experiment=repro_tsp50 search=gumbeldore training.p_min_schedule=null \
+    search.p_min=0.95 init_checkpoint=data/checkpoints/tsp50/best.pt "trainer=${NCO_TRAINER:-gpu}" \
+    training.lr=1e-4 training.warmup_steps=128 training.lr_decay=0.9 training.batch_size=1024 \
+    training.instances_per_epoch=512 training.batches_per_epoch=512 sampling.batch_size=512 \
+    seed=11 trainer.max_epochs=100 training.progress=false trainer.enable_progress_bar=false \
+    "hydra.run.dir=$TSP_RUN" ${NCO_TSP50_OVERRIDES:-}
+wait "$JSSP"
+if [ -f "$TSP_RUN/best.pt" ]; then
+    step tsp50_aug8 60 "$PY" -m nco.cli.evaluate "checkpoint=$TSP_RUN/best.pt" \
+        data=kool:tsp50_test search=greedy search.augment=8 batch_size=1250 "device=$DEV" \
+        progress=false ${NCO_EVAL_LIMIT:+limit=$NCO_EVAL_LIMIT} "out=$OUT/tsp50_gpu_aug8_all.json"
+fi
+say "jssp_train: $(grep -c . "$JSSP_RUN/logs/metrics.csv") lines in metrics.csv"
+step snapshot 30 tar czf "$OUT/jssp_cpu_gd.tgz" "$JSSP_RUN/best.pt" \
+    "$JSSP_RUN/checkpoints/last.ckpt" "$JSSP_RUN/logs/metrics.csv"
+step tsp50_snapshot 30 tar czf "$OUT/tsp50_gpu.tgz" --exclude=checkpoints "$TSP_RUN"
