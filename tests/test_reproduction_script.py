@@ -512,6 +512,20 @@ def test_finetune_composes_to_the_papers_self_improvement_setting(
         assert cfg.search.p_min == 0.95
 
 
+def test_finetune_on_a_gpu_with_wider_epochs_composes(tmp_path: Path) -> None:
+    """`--trainer gpu --instances 512` reach nco-train as the gpu trainer group (bf16 autocast)
+    and 512 sampled instances per epoch, the rest of the study's setting unchanged."""
+    setup = {"method": "gd", "lr": 1e-4, "batches_per_epoch": 512, "p_min": 0.95, "seed": 11}
+    setup |= {"epochs": 9, "batch_size": 1024, "instances_per_epoch": 512, "trainer": "gpu"}
+    args = sl_vs_si.finetune_args(Study.load("tsp50", Workspace.at(tmp_path)), setup)
+    overrides = [a for a in args if not a.startswith(("hydra.", "init_checkpoint="))]
+    cfg = compose_train(overrides, tmp_path, tiny=False)
+    assert (cfg.trainer.accelerator, cfg.trainer.precision) == ("gpu", "bf16-mixed")
+    t = cfg.training
+    assert (t.instances_per_epoch, t.batches_per_epoch, t.batch_size) == (512, 512, 1024)
+    assert (cfg.model.dim, cfg.sampling.beam_width, cfg.trainer.max_epochs) == (128, 16, 9)
+
+
 class FakeTrain:
     """A finished `nco-train` chunk that validated the fine-tune's epochs with given gaps."""
 
@@ -603,6 +617,8 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
         ("finetune-ema", "--ema-decay 0.999", "training.ema_decay=0.999", "moving average"),
         ("finetune-warm", "--warmup 256", "training.warmup_steps=256", "warmed up linearly"),
         ("finetune-b1024", "--batch-size 1024", "training.batch_size=1024", "epoch"),
+        ("finetune-i512", "--instances 512", "training.instances_per_epoch=512", "epoch"),
+        ("finetune-gpu", "--trainer gpu", "trainer=gpu", "epoch"),
     ]
     for stage, option, override, wording in optional:
         named = ["finetune", "--study", "cvrp20", "--name", stage]
@@ -614,6 +630,8 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
             main(ws, named)
     big = json.loads((ws.runs / "cvrp20/finetune-b1024/finetune.json").read_text())
     assert big["setup"]["batches_per_epoch"] == 128  # the paper's 1,024 per instance, 128 each
+    wide = json.loads((ws.runs / "cvrp20/finetune-i512/finetune.json").read_text())
+    assert wide["setup"]["batches_per_epoch"] == 2048  # 1,024 sub-problems each of 512, by 256
 
 
 def test_finetune_by_imitation_trains_on_the_named_expert_data(
@@ -1008,3 +1026,22 @@ def test_chunks_name_the_commit_of_the_code_they_run(tmp_path: Path) -> None:
     assert chunks.code_checkout(worktree) == worktree
     assert chunks.code_checkout(tmp_path) == SOURCE_ROOT
     assert chunks.git_commit(tmp_path).startswith("nco ")  # not a git checkout
+
+
+def test_a_chunk_outside_any_checkout_or_installation_records_its_code_as_unrecorded(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A copy of the sources without git metadata (a GPU machine's copy of the working tree)
+    and without an installed nco records 'unrecorded' instead of failing the chunk; with the
+    package installed it records its version; in this checkout, the commit."""
+    assert chunks.git_commit(tmp_path).startswith("nco ")  # .venv has nco installed
+
+    def missing(name: str) -> str:
+        raise chunks.importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(chunks.importlib.metadata, "version", missing)
+    assert chunks.git_commit(tmp_path) == "unrecorded"
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git at all
+    assert chunks.git_commit(tmp_path) == "unrecorded"
+    monkeypatch.undo()
+    assert len(chunks.git_commit().split("+")[0]) == 40

@@ -104,6 +104,15 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--batches", type=int, default=None, help="Adam steps per epoch (default: paper ratio)"
     )
+    tune.add_argument(
+        "--instances",
+        type=int,
+        default=None,
+        help="instances sampled per epoch (training.instances_per_epoch; default: the study's)",
+    )
+    tune.add_argument(
+        "--trainer", default=None, help="trainer config group, e.g. gpu (default: the study's)"
+    )
     tune.add_argument("--p-min", type=float, default=0.95, help="nucleus (not for wr)")
     tune.add_argument("--seed", type=int, default=7)
     tune.add_argument("--epochs", type=int, default=60)
@@ -217,6 +226,8 @@ def dispatch(args: argparse.Namespace) -> None:
             warmup=args.warmup,
             batch_size=args.batch_size,
             batches=args.batches,
+            instances=args.instances,
+            trainer=args.trainer,
             p_min=args.p_min,
             seed=args.seed,
             epochs=args.epochs,

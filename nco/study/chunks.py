@@ -31,12 +31,19 @@ def code_checkout(cwd: Path) -> Path:
 
 def git_commit(checkout: Path = SOURCE_ROOT) -> str:
     """The commit of nco's source checkout, with '+dirty' when tracked code differs from it;
-    `nco <version>` for an installed nco outside any checkout."""
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True
-    )
-    if head.returncode != 0:
-        return f"nco {importlib.metadata.version('nco')}"
+    `nco <version>` for an installed nco outside any checkout; 'unrecorded' for a copy of the
+    sources that is neither (e.g. a GPU machine's copy of the working tree, without git)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True
+        )
+    except FileNotFoundError:  # no git on this machine
+        head = None
+    if head is None or head.returncode != 0:
+        try:
+            return f"nco {importlib.metadata.version('nco')}"
+        except importlib.metadata.PackageNotFoundError:
+            return "unrecorded"
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", *CODE_FOLDERS], cwd=checkout)
     return head.stdout.strip() + ("+dirty" if dirty.returncode else "")
 

@@ -34,8 +34,12 @@ from nco.study.spec import SlVsSi, StudyError, Workspace, load_sl_vs_si
 
 # training.<key> overrides of a fine-tune, recorded only when set; the CLI flags of the keys
 # named otherwise on the command line
-OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps", "batch_size")
-FLAGS = {"batches_per_epoch": "batches", "warmup_steps": "warmup"}
+OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps", "batch_size", "instances_per_epoch")
+FLAGS = {
+    "batches_per_epoch": "batches",
+    "warmup_steps": "warmup",
+    "instances_per_epoch": "instances",
+}
 SIZES = ("dim", "layers", "heads", "ff_dim")  # model sizes a fine-tune takes from its start
 FINETUNE = "finetune"  # the default fine-tune folder; others are finetune-<suffix>
 
@@ -385,6 +389,8 @@ def finetune_args(study: Study, setup: dict, name: str = FINETUNE) -> list[str]:
     elif setup["method"] != "wr":
         args += ["training.p_min_schedule=null", f"search.p_min={setup['p_min']}"]
     args += [f"training.{key}={setup[key]}" for key in OPTIONAL_SETUP if key in setup]
+    if "trainer" in setup:
+        args.append(f"trainer={setup['trainer']}")
     return args + [
         f"init_checkpoint={folder / 'init.pt'}",
         f"training.lr={setup['lr']}",
@@ -461,6 +467,8 @@ def finetune(
     warmup: int = 0,
     batch_size: int | None = None,
     batches: int | None = None,
+    instances: int | None = None,
+    trainer: str | None = None,
     p_min: float = 0.95,
     seed: int = 7,
     epochs: int = 60,
@@ -479,7 +487,8 @@ def finetune(
     setup = {
         "method": method,
         "lr": study.spec.finetune_lr if lr is None else lr,
-        "batches_per_epoch": batches or per_instance * cfg.instances_per_epoch // batch,
+        "batches_per_epoch": batches
+        or per_instance * (instances or cfg.instances_per_epoch) // batch,
         "p_min": p_min,
         "seed": seed,
         "epochs": epochs,
@@ -492,6 +501,10 @@ def finetune(
         setup["warmup_steps"] = warmup
     if batch_size:
         setup["batch_size"] = batch_size
+    if instances:
+        setup["instances_per_epoch"] = instances
+    if trainer:
+        setup["trainer"] = trainer
     if method == "sl":
         setup["sl_data"] = expert_data(study, sl_data, "no expert data for --method sl")
         del setup["p_min"]  # imitation samples nothing

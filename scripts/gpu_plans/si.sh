@@ -4,15 +4,20 @@
 # and 96; docs/jssp.md). In the foreground, the shipped BQ TSP50 checkpoint is fine-tuned by SI
 # GD on TSP50 (repro_tsp50's model, sampler and validation set) with GPU-sized epochs: 512
 # instances and 512 Adam steps of 1024 sub-tours (the paper's 1,024 sub-tours per sampled
-# instance), lr 1e-4 warmed up over 128 steps and x0.9 per epoch. Then its best.pt is decoded
+# instance), lr 1e-4 warmed up over 128 steps and x0.9 per epoch (window 3 ran this as plain
+# nco-train: data/reproduction/tsp50/finetune-gpu). Then its best.pt is decoded
 # greedily with augment 8 on all 10,000 Kool TSP50 test instances (issue 43's target), and both
 # runs come back as OUT_DIR/jssp_cpu_gd.tgz and OUT_DIR/tsp50_gpu.tgz: untar them in the checkout.
 # Validation references come from data/reproduction/cache (carry it: `slim` untracks it).
-# NCO_TRAINER (default gpu), NCO_DEVICE (cuda), NCO_TSP50_OVERRIDES and NCO_EVAL_LIMIT make a
-# small CPU rehearsal possible. Sourced by gpu_window.sh, which defines step, say, left, $PY, $OUT.
+# The fine-tune is a stage of the tsp50 study (`nco-study finetune`, so that `nco-study ship`
+# can ship it with its provenance): NCO_TSP50_RUN names it (default finetune-gpu2; rerunning
+# continues it from its last.ckpt, which the tarball keeps) and NCO_TSP50_INIT its start
+# (default the shipped checkpoint). NCO_TRAINER (default gpu) and NCO_DEVICE (cuda) allow a
+# CPU rehearsal. Sourced by gpu_window.sh, which defines step, say, left, $PY, $OUT.
 # shellcheck shell=bash disable=SC2154,SC2016,SC2086
 JSSP_RUN=data/jssp_cpu/gd
-TSP_RUN=data/reproduction/tsp50/finetune-gpu
+TSP_NAME=${NCO_TSP50_RUN:-finetune-gpu2}
+TSP_RUN=data/reproduction/tsp50/$TSP_NAME
 DEV=${NCO_DEVICE:-cuda}
 END=$(($(left) - 90)) # both trainings stop here: time for the decode and the snapshots
 (
@@ -24,13 +29,10 @@ END=$(($(left) - 90)) # both trainings stop here: time for the decode and the sn
 ) &
 JSSP=$!
 step tsp50_train "$((END - 5))" bash -c 'exec "$@" >"$0" 2>&1' "$OUT/tsp50_train.log" \
-    env NCO_CACHE_DIR=data/reproduction/cache OMP_NUM_THREADS=6 \
-    "$PY" -m nco.cli.train experiment=repro_tsp50 search=gumbeldore training.p_min_schedule=null \
-    search.p_min=0.95 init_checkpoint=data/checkpoints/tsp50/best.pt "trainer=${NCO_TRAINER:-gpu}" \
-    training.lr=1e-4 training.warmup_steps=128 training.lr_decay=0.9 training.batch_size=1024 \
-    training.instances_per_epoch=512 training.batches_per_epoch=512 sampling.batch_size=512 \
-    seed=11 trainer.max_epochs=100 training.progress=false trainer.enable_progress_bar=false \
-    "hydra.run.dir=$TSP_RUN" ${NCO_TSP50_OVERRIDES:-}
+    "$PY" -m nco.cli.study finetune --study tsp50 --name "$TSP_NAME" \
+    --init "${NCO_TSP50_INIT:-data/checkpoints/tsp50/best.pt}" --trainer "${NCO_TRAINER:-gpu}" \
+    --lr 1e-4 --warmup 128 --lr-decay 0.9 --batch-size 1024 --instances 512 --seed 11 \
+    --epochs 100 --threads 6
 wait "$JSSP"
 if [ -f "$TSP_RUN/best.pt" ]; then
     step tsp50_aug8 60 "$PY" -m nco.cli.evaluate "checkpoint=$TSP_RUN/best.pt" \
@@ -40,4 +42,4 @@ fi
 say "jssp_train: $(grep -c . "$JSSP_RUN/logs/metrics.csv") lines in metrics.csv"
 step snapshot 30 tar czf "$OUT/jssp_cpu_gd.tgz" "$JSSP_RUN/best.pt" \
     "$JSSP_RUN/checkpoints/last.ckpt" "$JSSP_RUN/logs/metrics.csv"
-step tsp50_snapshot 30 tar czf "$OUT/tsp50_gpu.tgz" --exclude=checkpoints "$TSP_RUN"
+step tsp50_snapshot 30 tar czf "$OUT/tsp50_gpu.tgz" "$TSP_RUN"
