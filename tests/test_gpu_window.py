@@ -81,3 +81,17 @@ def test_an_unknown_plan_or_a_bad_budget_is_refused(repo: Path) -> None:
     proc = dry_run(repo, "560", "nope")
     assert proc.returncode == 2 and "bench" in proc.stderr and "runs" in proc.stderr
     assert dry_run(repo, "soon").returncode == 2
+
+
+def test_the_si_plan_trains_two_runs_at_once_then_snapshots_before_decoding(repo: Path) -> None:
+    run = repo / "data/reproduction/tsp50/finetune-gpu2"
+    run.mkdir(parents=True)
+    (run / "best.pt").write_bytes(b"weights")
+    proc = dry_run(repo, "560", "si")
+    assert proc.returncode == 0, proc.stderr
+    # both trainings end 100 s before the budget (540 s after the reserve): snapshots, decode
+    assert sorted(steps(proc.stdout)[:2]) == [("jssp_train", 440), ("tsp50_train", 435)]
+    assert steps(proc.stdout)[2:] == [("snapshot", 30), ("tsp50_snapshot", 30), ("tsp50_aug8", 45)]
+    assert "training.instances_per_epoch=32 training.batches_per_epoch=192" in proc.stdout
+    assert "nco.cli.study finetune --study tsp50 --name finetune-gpu2" in proc.stdout
+    assert "--trainer gpu" in proc.stdout and "search.augment=8" in proc.stdout
