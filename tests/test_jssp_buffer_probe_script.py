@@ -10,39 +10,27 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from nco import checkpoint
-from nco.paths import CONFIG_DIR
 from nco.problems.jssp.dispatching import dispatch
 from nco.training.buffer import TrajectoryBuffer
-from nco.training.runner import validation_set
+from tests.fake_jssp_run import write_config, write_references
 from tests.script_loader import SCRIPTS
 
 
 def fake_run(run: Path) -> None:
     """A run folder as nco-train leaves it: config, cached references, best.pt, and a
-    last.ckpt whose buffer holds FDD/MWKR schedules of four 4x3 instances."""
-    overrides = ["experiment=jssp_cpu", "model=jssp_transformer_tiny", "model.precision=fp32",
-                 "training.val_instances=3", "training.val_env.sizes=[[4,3]]"]  # fmt: skip
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=overrides)
-    (run / ".hydra").mkdir(parents=True)
-    OmegaConf.save(cfg, run / ".hydra" / "config.yaml")
-    cfg.training.val_gap = False
-    env = instantiate(cfg.problem.env)
-    val, _ = validation_set(cfg, env)
-    (run / "cache" / "references").mkdir(parents=True)
-    np.savez(run / "cache" / "references" / "r.npz", costs=np.full(3, 10.0))
+    last.ckpt whose buffer holds FDD/MWKR schedules of three 4x3 instances."""
+    cfg, val = write_config(run, 3, "model=jssp_transformer_tiny", "model.precision=fp32")
+    write_references(run, np.full(3, 10.0))
     torch.manual_seed(0)
     model = OmegaConf.to_container(cfg.model)
     problem = OmegaConf.to_container(cfg.problem)
     checkpoint.save(run / "best.pt", instantiate(cfg.model), model, problem, {"epoch": 5})
-    train = val.index(torch.arange(3))
     buffer = TrajectoryBuffer()
-    buffer.add(train, dispatch(train, "fdd/mwkr"))
+    buffer.add(val, dispatch(val, "fdd/mwkr"))
     (run / "checkpoints").mkdir()
     torch.save(
         {"TrajectoryDataModule": {"buffer": buffer.state_dict()}}, run / "checkpoints/last.ckpt"

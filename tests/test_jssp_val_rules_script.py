@@ -9,14 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
 
-from nco.paths import CONFIG_DIR
 from nco.problems.jssp.dispatching import dispatch
 from nco.problems.jssp.env import JSSPEnv
-from nco.training.runner import validation_set
+from tests.fake_jssp_run import write_config, write_references
 from tests.script_loader import SCRIPTS
 
 
@@ -27,23 +23,12 @@ def run_script(run: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_rules_on_the_runs_validation_set_against_its_cached_references(tmp_path: Path) -> None:
-    overrides = [
-        "experiment=jssp_cpu",
-        "training.val_instances=5",
-        "training.val_env.sizes=[[4,3]]",
-    ]
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=overrides)
-    (tmp_path / ".hydra").mkdir()
-    OmegaConf.save(cfg, tmp_path / ".hydra" / "config.yaml")
+    _, instances = write_config(tmp_path, 5)
     assert "expected one reference file with 5 costs" in run_script(tmp_path).stderr
 
-    cfg.training.val_gap = False
-    instances, _ = validation_set(cfg, instantiate(cfg.problem.env))
     start = JSSPEnv().schedule(instances, dispatch(instances, "fdd/mwkr"))
     fdd = (start + instances.durations).flatten(1).amax(1).to(torch.float64).numpy()
-    (tmp_path / "cache" / "references").mkdir(parents=True)
-    np.savez(tmp_path / "cache" / "references" / "r.npz", costs=fdd * 0.8)
+    write_references(tmp_path, fdd * 0.8)
     run = run_script(tmp_path)
     assert run.returncode == 0, run.stderr
     result = json.loads((tmp_path / "rules.json").read_text())
