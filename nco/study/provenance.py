@@ -89,6 +89,8 @@ def provenance(study: Study, name: str, train: dict, clip: float) -> dict:
         decay += f", lr warmed up linearly over {setup['warmup_steps']} steps"
     if "ema_decay" in setup:
         decay += f", validated and shipped as a moving average of weights ({setup['ema_decay']})"
+    if "trainer" in setup:
+        decay += f", on the {setup['trainer']} trainer"
     return {
         "training": f"fine-tune of {init['source']} with {per_epoch}{decay}",
         "command": f"nco-study finetune --study {study.name}{named} "

@@ -476,9 +476,10 @@ def finetune(
 ) -> None:
     """Fine-tune checkpoint `init` with self-improvement at the paper's ratio of training to
     sampling (the study file's sub-problems per sampled instance, unless `batches` Adam steps
-    per epoch) and its fine-tune learning rate (unless `lr`), or by imitation of expert data
-    (`method` sl), in `<study>/<name>`; resumable, and refused when the setup differs from
-    the one it started with."""
+    per epoch; `instances` sampled per epoch, default the study's) and its fine-tune learning
+    rate (unless `lr`), or by imitation of expert data (`method` sl), in `<study>/<name>`, on
+    the study's trainer or `trainer` (e.g. gpu); resumable, and refused when the setup differs
+    from the one it started with."""
     if method not in study.spec.arms:
         raise StudyError(f"--method {method}: expected one of {list(study.spec.arms)}")
     cfg = study_config(study).training
