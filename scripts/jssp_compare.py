@@ -1,0 +1,114 @@
+"""JSSP checkpoints side by side on fresh random instances of several sizes, against a
+dispatching rule: which checkpoint is better where, without touching Taillard (the test set).
+
+    python scripts/jssp_compare.py --checkpoints e23=data/checkpoints/jssp/best.pt \\
+        e37=data/jssp_cpu/gd/best.pt --sizes 15x15 20x20 30x20 --num 100 \\
+        --out data/results/jssp_cpu/compare_e23_e37.json
+
+Per size, `--num` Taillard-style instances (durations 1..99, `--seed`, the same for every
+checkpoint) are decoded greedily by each checkpoint and scheduled by `--rule` (default
+FDD/MWKR, the best rule on Taillard). Printed and saved: each checkpoint's mean makespan in %
+above the rule's, and for every pair of checkpoints the mean paired difference in points with
+its standard error, which says whether a difference is more than the draw of instances.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from nco import checkpoint
+from nco.decode import decode
+from nco.problems.jssp.dispatching import RULES, dispatch
+from nco.problems.jssp.env import JSSPEnv
+from nco.problems.jssp.generator import generate
+
+
+def size(text: str) -> tuple[int, int]:
+    """`JxM` as (jobs, machines)."""
+    jobs, _, machines = text.partition("x")
+    if not (jobs.isdigit() and machines.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a size JxM such as 15x15")
+    return int(jobs), int(machines)
+
+
+def named(text: str) -> tuple[str, Path]:
+    """`name=path` (or a path, named by its file)."""
+    name, sep, path = text.partition("=")
+    file = Path(path if sep else name)
+    if not file.is_file():
+        raise argparse.ArgumentTypeError(f"{file}: no such checkpoint file")
+    return (name if sep else file.stem), file
+
+
+def makespans(env: JSSPEnv, instances, schedule: torch.Tensor) -> np.ndarray:
+    """Makespan of each instance under a per-instance action sequence."""
+    start = env.schedule(instances, schedule)
+    return (start + instances.durations).flatten(1).amax(1).to(torch.float64).numpy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoints", type=named, nargs="+", required=True, help="name=best.pt")
+    parser.add_argument("--sizes", type=size, nargs="+", default=[(15, 15), (20, 20), (30, 20)])
+    parser.add_argument("--num", type=int, default=100, help="instances per size")
+    parser.add_argument("--rule", default="fdd/mwkr", choices=sorted(RULES))
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument("--out", type=Path, required=True, help="results JSON")
+    args = parser.parse_args()
+    names = [name for name, _ in args.checkpoints]
+    if len(set(names)) != len(names):
+        parser.error(f"--checkpoints: names must differ, got {names}")
+
+    env = JSSPEnv()
+    policies = {name: checkpoint.load(path).policy for name, path in args.checkpoints}
+    result: dict = {"rule": args.rule, "num": args.num, "seed": args.seed, "sizes": {}}
+    result["checkpoints"] = {name: str(path) for name, path in args.checkpoints}
+    for jobs, machines in args.sizes:
+        generator = torch.Generator().manual_seed(args.seed + 1000 * jobs + machines)
+        instances = generate(args.num, [(jobs, machines)], generator)
+        rule = makespans(env, instances, dispatch(instances, args.rule))
+        above: dict[str, np.ndarray] = {}
+        row: dict = {"rule_mean_makespan": float(rule.mean()), "checkpoints": {}}
+        for name, policy in policies.items():
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                sols = decode(
+                    policy, env, instances, {"method": "greedy", "batch_size": args.batch_size}
+                )
+            cost = (-sols.objective.max(1).values).to(torch.float64).numpy()
+            above[name] = (cost / rule - 1) * 100
+            row["checkpoints"][name] = {
+                "mean_makespan": float(cost.mean()),
+                "above_rule_pct": float(above[name].mean()),
+                "wall_s": round(time.perf_counter() - t0, 1),
+            }
+        row["pairs"] = {}
+        for a, b in itertools.combinations(names, 2):
+            diff = above[a] - above[b]
+            row["pairs"][f"{a}-{b}"] = {
+                "mean_points": float(diff.mean()),
+                "stderr": float(diff.std(ddof=1) / np.sqrt(len(diff))),
+            }
+        result["sizes"][f"{jobs}x{machines}"] = row
+        shown = ", ".join(
+            f"{n} {c['above_rule_pct']:+.2f} %" for n, c in row["checkpoints"].items()
+        )
+        pairs = ", ".join(
+            f"{p} {d['mean_points']:+.2f} +- {d['stderr']:.2f}" for p, d in row["pairs"].items()
+        )
+        print(f"{jobs}x{machines}: vs {args.rule}: {shown}; paired: {pairs}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
