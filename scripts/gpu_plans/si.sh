@@ -4,7 +4,7 @@
 # and 96; docs/jssp.md). In the foreground, the shipped BQ TSP50 checkpoint is fine-tuned by SI
 # GD on TSP50 (repro_tsp50's model, sampler and validation set) with GPU-sized epochs: 512
 # instances and 512 Adam steps of 1024 sub-tours (the paper's 1,024 sub-tours per sampled
-# instance), lr 1e-4 warmed up over 128 steps and x0.9 per epoch (window 3 ran this as plain
+# instance), lr 1e-4 warmed up over 128 steps and x0.9 per epoch (the window of 2026-11-27 ran it as plain
 # nco-train: data/reproduction/tsp50/finetune-gpu). Then its best.pt is decoded
 # greedily with augment 8 on all 10,000 Kool TSP50 test instances (issue 43's target); both
 # runs come back as OUT_DIR/jssp_cpu_gd.tgz and OUT_DIR/tsp50_gpu.tgz: untar them in the checkout
