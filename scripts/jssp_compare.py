@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from jssp_val_rules import rule_makespans  # scripts/ is on sys.path when run as a script
 
 from nco import checkpoint
 from nco.decode import decode
-from nco.problems.jssp.dispatching import RULES, dispatch
+from nco.problems.jssp.dispatching import RULES
 from nco.problems.jssp.env import JSSPEnv
 from nco.problems.jssp.generator import generate
 
@@ -45,12 +46,6 @@ def named(text: str) -> tuple[str, Path]:
     if not file.is_file():
         raise argparse.ArgumentTypeError(f"{file}: no such checkpoint file")
     return (name if sep else file.stem), file
-
-
-def makespans(env: JSSPEnv, instances, schedule: torch.Tensor) -> np.ndarray:
-    """Makespan of each instance under a per-instance action sequence."""
-    start = env.schedule(instances, schedule)
-    return (start + instances.durations).flatten(1).amax(1).to(torch.float64).numpy()
 
 
 def main() -> None:
@@ -74,7 +69,7 @@ def main() -> None:
     for jobs, machines in args.sizes:
         generator = torch.Generator().manual_seed(args.seed + 1000 * jobs + machines)
         instances = generate(args.num, [(jobs, machines)], generator)
-        rule = makespans(env, instances, dispatch(instances, args.rule))
+        rule = rule_makespans(instances, args.rule)
         above: dict[str, np.ndarray] = {}
         row: dict = {"rule_mean_makespan": float(rule.mean()), "checkpoints": {}}
         for name, policy in policies.items():
