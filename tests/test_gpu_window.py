@@ -95,3 +95,14 @@ def test_the_si_plan_trains_two_runs_at_once_then_snapshots_before_decoding(repo
     assert "training.instances_per_epoch=32 training.batches_per_epoch=192" in proc.stdout
     assert "nco.cli.study finetune --study tsp50 --name finetune-gpu2" in proc.stdout
     assert "--trainer gpu" in proc.stdout and "search.augment=8" in proc.stdout
+
+
+def test_a_dry_runs_timeouts_do_not_depend_on_how_long_it_took(repo: Path) -> None:
+    """A dry run's clock is the sum of its steps' timeouts: a slow host gives the same plan."""
+    (repo / "scripts/gpu_plans/slow.sh").write_text(
+        "step first 100 true\nsleep 1.2\nstep second 1000 true\n"
+    )
+    proc = dry_run(repo, "560", "slow")
+    assert proc.returncode == 0, proc.stderr
+    # 560 s less the 20 s reserve: 100 for the first, all of the other 440 for the second
+    assert steps(proc.stdout) == [("first", 100), ("second", 440)]
