@@ -10,6 +10,13 @@ checkpoint) are decoded greedily by each checkpoint and scheduled by `--rule` (d
 FDD/MWKR, the best rule on Taillard). Printed and saved: each checkpoint's mean makespan in %
 above the rule's, and for every pair of checkpoints the mean paired difference in points with
 its standard error, which says whether a difference is more than the draw of instances.
+
+`--with` adds the checkpoints of earlier outputs of this script (same rule, seed, number and
+sizes) from the per-instance makespans they saved, so a new checkpoint is compared with the old
+ones by decoding only itself:
+
+    python scripts/jssp_compare.py --checkpoints e43=data/jssp_cpu/gd/best.pt \\
+        --with data/results/jssp_cpu/compare_e39_e40.json --sizes 15x15 20x20 --out c.json
 """
 
 from __future__ import annotations
@@ -48,6 +55,41 @@ def named(text: str) -> tuple[str, Path]:
     return (name if sep else file.stem), file
 
 
+def earlier(
+    files: list[Path], args: argparse.Namespace
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, str]]:
+    """Per size, the rule's (name "") and each earlier checkpoint's makespans from earlier
+    outputs, and the earlier checkpoints' files."""
+    found: dict[str, dict[str, np.ndarray]] = {}
+    paths: dict[str, str] = {}
+    for file in files:
+        try:
+            old = json.loads(file.read_text())
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"--with {file}: not a results JSON of this script ({err})") from err
+        for key in ("rule", "num", "seed"):
+            if old.get(key) != getattr(args, key):
+                raise SystemExit(
+                    f"--with {file}: {key} is {old.get(key)!r}, this run's is "
+                    f"{getattr(args, key)!r}; earlier results pair only on the same instances"
+                )
+        for jobs, machines in args.sizes:
+            label = f"{jobs}x{machines}"
+            row = old.get("sizes", {}).get(label, {})
+            if "rule_makespans" not in row:
+                raise SystemExit(
+                    f"--with {file}: no per-instance makespans for {label} (sizes with them: "
+                    f"{[s for s, r in old.get('sizes', {}).items() if 'rule_makespans' in r]})"
+                )
+            sizes = found.setdefault(label, {"": np.asarray(row["rule_makespans"], float)})
+            for name, entry in row["checkpoints"].items():
+                if name in sizes:
+                    raise SystemExit(f"--with {file}: checkpoint name {name!r} given twice")
+                sizes[name] = np.asarray(entry["makespans"], float)
+        paths.update(old.get("checkpoints", {}))
+    return found, paths
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoints", type=named, nargs="+", required=True, help="name=best.pt")
@@ -57,21 +99,40 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--batch-size", type=int, default=100)
     parser.add_argument("--out", type=Path, required=True, help="results JSON")
+    parser.add_argument(
+        "--with", dest="previous", type=Path, nargs="*", default=[], help="earlier outputs"
+    )
     args = parser.parse_args()
+    before, before_paths = earlier(args.previous, args)
     names = [name for name, _ in args.checkpoints]
+    names += [n for n in next(iter(before.values()), {}) if n]
     if len(set(names)) != len(names):
-        parser.error(f"--checkpoints: names must differ, got {names}")
+        parser.error(f"--checkpoints and --with: names must differ, got {names}")
 
     env = JSSPEnv()
     policies = {name: checkpoint.load(path).policy for name, path in args.checkpoints}
     result: dict = {"rule": args.rule, "num": args.num, "seed": args.seed, "sizes": {}}
     result["checkpoints"] = {name: str(path) for name, path in args.checkpoints}
+    result["checkpoints"].update({n: before_paths.get(n, "?") for n in names[len(policies) :]})
     for jobs, machines in args.sizes:
         generator = torch.Generator().manual_seed(args.seed + 1000 * jobs + machines)
         instances = generate(args.num, [(jobs, machines)], generator)
         rule = rule_makespans(instances, args.rule)
         above: dict[str, np.ndarray] = {}
         row: dict = {"rule_mean_makespan": float(rule.mean()), "checkpoints": {}}
+        row["rule_makespans"] = rule.tolist()
+        old = before.get(f"{jobs}x{machines}", {})
+        if old and not np.array_equal(old[""], rule):
+            raise SystemExit(f"--with: the rule's makespans on {jobs}x{machines} differ from now")
+        for name, cost in old.items():
+            if name:
+                above[name] = (cost / rule - 1) * 100
+                row["checkpoints"][name] = {
+                    "mean_makespan": float(cost.mean()),
+                    "above_rule_pct": float(above[name].mean()),
+                    "makespans": cost.tolist(),
+                    "from": "--with",
+                }
         for name, policy in policies.items():
             t0 = time.perf_counter()
             with torch.no_grad():
@@ -84,6 +145,7 @@ def main() -> None:
                 "mean_makespan": float(cost.mean()),
                 "above_rule_pct": float(above[name].mean()),
                 "wall_s": round(time.perf_counter() - t0, 1),
+                "makespans": cost.tolist(),
             }
         row["pairs"] = {}
         for a, b in itertools.combinations(names, 2):

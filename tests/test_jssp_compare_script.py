@@ -46,3 +46,28 @@ def test_bad_sizes_missing_files_and_repeated_names_are_refused(tmp_path: Path) 
     assert "no such checkpoint file" in compare(tmp_path, "--checkpoints", "x=nope.pt").stderr
     same = compare(tmp_path, "--checkpoints", f"a={SMALL}", f"a={SMALL}")
     assert same.returncode == 2 and "names must differ" in same.stderr
+
+
+def test_earlier_results_join_without_decoding_and_must_be_on_the_same_instances(
+    tmp_path: Path,
+) -> None:
+    first = compare(tmp_path, "--checkpoints", f"a={SMALL}", "--sizes", "4x3", "6x6", "--num", "6")
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "a.json").write_text((tmp_path / "c.json").read_text())
+    later = compare(tmp_path, "--checkpoints", f"b={SMALL}", "--sizes", "6x6", "--num", "6",
+                    "--with", "a.json")  # fmt: skip
+    assert later.returncode == 0, later.stderr
+    row = json.loads((tmp_path / "c.json").read_text())["sizes"]["6x6"]
+    assert row["checkpoints"]["a"]["from"] == "--with"
+    assert row["checkpoints"]["a"]["makespans"] == row["checkpoints"]["b"]["makespans"]
+    assert row["pairs"] == {"b-a": {"mean_points": 0.0, "stderr": 0.0}}
+    # other instances, a size the earlier run did not decode, a name given twice: refused
+    seed = compare(tmp_path, "--checkpoints", f"b={SMALL}", "--sizes", "6x6", "--num", "6",
+                   "--seed", "1", "--with", "a.json")  # fmt: skip
+    assert seed.returncode == 1 and "seed is 2026, this run's is 1" in seed.stderr
+    other = compare(tmp_path, "--checkpoints", f"b={SMALL}", "--sizes", "5x5", "--num", "6",
+                    "--with", "a.json")  # fmt: skip
+    assert other.returncode == 1 and "no per-instance makespans for 5x5" in other.stderr
+    twice = compare(tmp_path, "--checkpoints", f"a={SMALL}", "--sizes", "6x6", "--num", "6",
+                    "--with", "a.json")  # fmt: skip
+    assert twice.returncode == 2 and "names must differ" in twice.stderr
