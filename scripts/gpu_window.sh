@@ -39,7 +39,8 @@ SPENT=0 # --dry-run: the seconds the steps would have taken at most
 PY=.venv/bin/python
 export PYTHONUNBUFFERED=1
 
-# seconds left; a dry run's clock is only SPENT, so that its timeouts do not depend on how fast it ran
+# seconds left; a dry run's clock is only SPENT, so that its timeouts do not depend on how
+# fast it ran
 left() { echo $((BUDGET - (DRY ? 0 : SECONDS) - SPENT - RESERVE)); }
 say() { echo "[gpu_window +${SECONDS}s, $(left)s left] $*" | tee -a "$LOG"; }
 

@@ -16,7 +16,7 @@ sizes) from the per-instance makespans they saved, so a new checkpoint is compar
 ones by decoding only itself:
 
     python scripts/jssp_compare.py --checkpoints e43=data/jssp_cpu/gd/best.pt \\
-        --with data/results/jssp_cpu/compare_e39_e40.json --sizes 15x15 20x20 --out c.json
+        --with data/results/jssp_cpu/compare_e40_e44.json --sizes 15x15 20x20 --out c.json
 """
 
 from __future__ import annotations
