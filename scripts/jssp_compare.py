@@ -55,12 +55,13 @@ def named(text: str) -> tuple[str, Path]:
     return (name if sep else file.stem), file
 
 
-def earlier(
-    files: list[Path], args: argparse.Namespace
-) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, str]]:
-    """Per size, the rule's (name "") and each earlier checkpoint's makespans from earlier
-    outputs, and the earlier checkpoints' files."""
-    found: dict[str, dict[str, np.ndarray]] = {}
+Earlier = dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
+
+
+def earlier(files: list[Path], args: argparse.Namespace) -> tuple[Earlier, dict[str, str]]:
+    """Per size, the rule's makespans and each earlier checkpoint's from earlier outputs, and
+    the earlier checkpoints' files."""
+    found: Earlier = {}
     paths: dict[str, str] = {}
     for file in files:
         try:
@@ -81,11 +82,11 @@ def earlier(
                     f"--with {file}: no per-instance makespans for {label} (sizes with them: "
                     f"{[s for s, r in old.get('sizes', {}).items() if 'rule_makespans' in r]})"
                 )
-            sizes = found.setdefault(label, {"": np.asarray(row["rule_makespans"], float)})
+            _, costs = found.setdefault(label, (np.asarray(row["rule_makespans"], float), {}))
             for name, entry in row["checkpoints"].items():
-                if name in sizes:
+                if name in costs:
                     raise SystemExit(f"--with {file}: checkpoint name {name!r} given twice")
-                sizes[name] = np.asarray(entry["makespans"], float)
+                costs[name] = np.asarray(entry["makespans"], float)
         paths.update(old.get("checkpoints", {}))
     return found, paths
 
@@ -104,8 +105,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     before, before_paths = earlier(args.previous, args)
-    names = [name for name, _ in args.checkpoints]
-    names += [n for n in next(iter(before.values()), {}) if n]
+    old_names = list(next(iter(before.values()), (None, {}))[1])
+    names = [name for name, _ in args.checkpoints] + old_names
     if len(set(names)) != len(names):
         parser.error(f"--checkpoints and --with: names must differ, got {names}")
 
@@ -113,26 +114,17 @@ def main() -> None:
     policies = {name: checkpoint.load(path).policy for name, path in args.checkpoints}
     result: dict = {"rule": args.rule, "num": args.num, "seed": args.seed, "sizes": {}}
     result["checkpoints"] = {name: str(path) for name, path in args.checkpoints}
-    result["checkpoints"].update({n: before_paths.get(n, "?") for n in names[len(policies) :]})
+    result["checkpoints"].update({n: before_paths.get(n, "?") for n in old_names})
     for jobs, machines in args.sizes:
         generator = torch.Generator().manual_seed(args.seed + 1000 * jobs + machines)
         instances = generate(args.num, [(jobs, machines)], generator)
         rule = rule_makespans(instances, args.rule)
-        above: dict[str, np.ndarray] = {}
-        row: dict = {"rule_mean_makespan": float(rule.mean()), "checkpoints": {}}
-        row["rule_makespans"] = rule.tolist()
-        old = before.get(f"{jobs}x{machines}", {})
-        if old and not np.array_equal(old[""], rule):
+        old_rule, old_costs = before.get(f"{jobs}x{machines}", (rule, {}))
+        if not np.array_equal(old_rule, rule):
             raise SystemExit(f"--with: the rule's makespans on {jobs}x{machines} differ from now")
-        for name, cost in old.items():
-            if name:
-                above[name] = (cost / rule - 1) * 100
-                row["checkpoints"][name] = {
-                    "mean_makespan": float(cost.mean()),
-                    "above_rule_pct": float(above[name].mean()),
-                    "makespans": cost.tolist(),
-                    "from": "--with",
-                }
+        costs: dict[str, tuple[np.ndarray, dict[str, object]]] = {
+            name: (cost, {"from": "--with"}) for name, cost in old_costs.items()
+        }
         for name, policy in policies.items():
             t0 = time.perf_counter()
             with torch.no_grad():
@@ -140,11 +132,16 @@ def main() -> None:
                     policy, env, instances, {"method": "greedy", "batch_size": args.batch_size}
                 )
             cost = (-sols.objective.max(1).values).to(torch.float64).numpy()
+            costs[name] = (cost, {"wall_s": round(time.perf_counter() - t0, 1)})
+        above: dict[str, np.ndarray] = {}
+        row: dict = {"rule_mean_makespan": float(rule.mean()), "checkpoints": {}}
+        row["rule_makespans"] = rule.tolist()
+        for name, (cost, extra) in costs.items():
             above[name] = (cost / rule - 1) * 100
             row["checkpoints"][name] = {
                 "mean_makespan": float(cost.mean()),
                 "above_rule_pct": float(above[name].mean()),
-                "wall_s": round(time.perf_counter() - t0, 1),
+                **extra,
                 "makespans": cost.tolist(),
             }
         row["pairs"] = {}
