@@ -149,6 +149,8 @@ def test_cli_multirun_writes_one_run_per_value(tmp_path: Path) -> None:
         ("cvrp100_gumbeldore", None, {"method": "gumbeldore", "update": "global", "sigma": 3.0}),
         ("tsp20_quick", "wor", {"method": "gumbeldore", "update": "none", "beam_width": 16}),
         ("tsp20_quick", "wr", {"method": "sample", "num_samples": 64}),
+        ("jssp_cpu", None, {"method": "gumbeldore", "update": "global", "sigma": 0.05}),
+        ("jssp_cpu_wor", None, {"method": "gumbeldore", "update": "none", "sigma": 0.0}),
     ],
 )
 def test_search_group_choice_gives_that_method(experiment, search, expected, tmp_path) -> None:
