@@ -128,6 +128,20 @@ def p_min_for_epoch(schedule: Mapping[int, float] | None, epoch: int) -> float |
     return float(schedule[max(started)]) if started else None
 
 
+def first_epoch(name: str, value: bool | int | None) -> int | None:
+    """The first epoch of a switch given as true (0), false or null (never) or an epoch N >= 0,
+    so that a run's config can hold a recipe changed mid-run (`training.restart_from_best: 11`)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return 0
+    if isinstance(value, int) and value >= 0:
+        return value
+    raise ValueError(
+        f"training config: expected {name} to be true, false or a first epoch >= 0, got {value!r}."
+    )
+
+
 class TrajectoryDataModule(L.LightningDataModule):
     """Owns generation, the trajectory buffer, training batches and the validation set.
 
@@ -155,9 +169,10 @@ class TrajectoryDataModule(L.LightningDataModule):
     greedy_candidate
         Also decode each instance greedily with the sampling policy and keep the greedy
         solution where it beats the sampler's best (neither the paper nor the authors' code
-        does this). Measured reason, the JSSP CPU run at epochs 18-20: the best of Gumbeldore
-        32 x 4 was 2.2-3.8 % worse than the same policy's greedy on each epoch's instances,
-        and beam 32 was 3.7 % worse (docs/jssp.md), so the run imitated worse than its greedy.
+        does this); true, or the first epoch that does. Measured reason, the JSSP CPU run at
+        epochs 18-20: the best of Gumbeldore 32 x 4 was 2.2-3.8 % worse than the same policy's
+        greedy on each epoch's instances, and beam 32 was 3.7 % worse (docs/jssp.md), so the
+        run imitated worse than its greedy.
         Switched on at epoch 23, greedy won on 5 of 6 instances and validation went from 1.24
         to 0.71 %.
     imitation, augment
@@ -188,7 +203,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         sample_policy: str = "best",
         imitation: str = "subtrajectories",
         augment: bool | Sequence[int] = True,
-        greedy_candidate: bool = False,
+        greedy_candidate: bool | int = False,
     ) -> None:
         super().__init__()
         check_imitation(imitation)
@@ -238,7 +253,7 @@ class TrajectoryDataModule(L.LightningDataModule):
         self.tie_break = tie_break
         self.sample_policy = sample_policy
         self.imitation, self.augment = imitation, augment
-        self.greedy_candidate = greedy_candidate
+        self.greedy_from = first_epoch("greedy_candidate", greedy_candidate)
         refs = val_references
         if refs is None:
             refs = torch.full((val_instances.batch_size,), float("nan"), dtype=torch.float64)
@@ -296,7 +311,7 @@ class TrajectoryDataModule(L.LightningDataModule):
             else:
                 best = self.sampler.sample(best_policy, shard, search, seed, first)
             found = dict(getattr(self.sampler, "stats", {}))
-            if self.greedy_candidate:
+            if self.greedy_from is not None and epoch >= self.greedy_from:
                 greedy = sample_chunk(
                     best_policy, self.env, shard, {"method": "greedy", "batch_size": chunk_size}, 0
                 )  # summed over ranks below; the two costs become means

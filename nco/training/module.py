@@ -15,6 +15,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from nco.decode import decode
 from nco.env import Batch, Env
 from nco.policy import HasCache
+from nco.training.data import first_epoch
 from nco.training.trajectories import check_imitation, trajectory_loss
 
 GREEDY = {"method": "greedy"}
@@ -64,7 +65,8 @@ class SelfImprovementModule(L.LightningModule):
     fresh Adam. Measured on the JSSP CPU run (docs/jssp.md): after epoch 3 its carried-on policy
     never beat the epoch-3 best again (validation 14.4-19.1 % against 14.2 %), while 96 steps
     from the best weights with a fresh Adam on the same 42-instance imitation set reached 8.1 %;
-    switched on from epoch 11, the run was promoted five epochs in a row (11.5 -> 2.63 %).
+    switched on from epoch 11, the run was promoted five epochs in a row (11.5 -> 2.63 %). True,
+    or the first epoch that restarts (`restart_from_best=11` is that run's history).
     """
 
     def __init__(
@@ -78,7 +80,7 @@ class SelfImprovementModule(L.LightningModule):
         warmup_steps: int = 0,
         lr_decay_from: int = 0,
         imitation: str = "subtrajectories",
-        restart_from_best: bool = False,
+        restart_from_best: bool | int = False,
     ) -> None:
         super().__init__()
         check_imitation(imitation, policy)
@@ -98,7 +100,7 @@ class SelfImprovementModule(L.LightningModule):
         self.lr_decay = lr_decay
         self.lr_decay_from = lr_decay_from
         self.warmup_steps = warmup_steps
-        self.restart_from_best = restart_from_best
+        self.restart_from = first_epoch("restart_from_best", restart_from_best)
         self.stop_objective = stop_objective
         self.policy = policy
         self.best_policy = copy.deepcopy(policy).requires_grad_(False)
@@ -183,7 +185,7 @@ class SelfImprovementModule(L.LightningModule):
     def on_train_epoch_start(self) -> None:
         """Start the epoch's clock; with `restart_from_best`, reset the trained policy (and the
         moving average) to the best weights and drop Adam's moments and step counts."""
-        if self.restart_from_best:
+        if self.restart_from is not None and self.current_epoch >= self.restart_from:
             self.policy.load_state_dict(self.best_policy.state_dict())
             if self.ema is not None:
                 self.ema.module.load_state_dict(self.best_policy.state_dict())

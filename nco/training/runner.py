@@ -153,7 +153,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         sample_policy=str(tcfg.get("sample_policy", "best")),
         imitation=str(tcfg.get("imitation", "subtrajectories")),
         augment=augment_setting(tcfg.get("augment", True)),
-        greedy_candidate=bool(tcfg.get("greedy_candidate", False)),
+        greedy_candidate=tcfg.get("greedy_candidate", False),
     )
     stop = tcfg.get("stop_objective")
     module = SelfImprovementModule(
@@ -166,7 +166,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         warmup_steps=int(tcfg.get("warmup_steps", 0)),
         lr_decay_from=int(tcfg.get("lr_decay_from", 0)),
         imitation=str(tcfg.get("imitation", "subtrajectories")),
-        restart_from_best=bool(tcfg.get("restart_from_best", False)),
+        restart_from_best=tcfg.get("restart_from_best", False),
     )
     meta = {
         "mode": cfg.mode,

@@ -45,3 +45,18 @@ def test_the_greedy_solution_replaces_worse_samples(tiny_cfg) -> None:
     # the buffer holds what the stats report
     assert abs(sum(mixed_costs) / len(mixed_costs) - mixed["sample/cost"]) < 1e-4
     assert abs(sum(plain_costs) / len(plain_costs) - plain["sample/cost"]) < 1e-4
+
+
+def test_from_an_epoch_only_later_epochs_take_greedy_candidates(tiny_cfg) -> None:
+    """`greedy_candidate=1`: epoch 0 samples as without the option, epoch 1 adds greedy."""
+    cfg = tiny_cfg("trainer.max_epochs=2", "training.greedy_candidate=1")
+    seen: list[dict[str, float]] = []
+
+    class Stats(Recorder):
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            seen.append(dict(trainer.datamodule.epoch_stats))
+            super().on_train_epoch_end(trainer, pl_module)
+
+    fit(cfg, Stats())
+    assert "sample/greedy_kept" not in seen[0]
+    assert "sample/greedy_kept" in seen[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from loop_helpers import Recorder, fit, same_weights
 
@@ -75,3 +76,18 @@ def test_resume_with_restart_equals_a_straight_run(tiny_cfg) -> None:
     resumed, _ = fit(tiny_cfg(flag, f"ckpt_path={last}"), Recorder([False, False]))
     assert same_weights(resumed.policy, full.policy)
     assert same_weights(resumed.best_policy, full.best_policy)
+
+
+def test_from_an_epoch_carries_on_before_it_and_restarts_after(tiny_cfg) -> None:
+    """`restart_from_best=2` (a recipe switched mid-run): epoch 1 carries epoch 0's weights and
+    moments on, as without the option; epoch 2 restarts from the best with a fresh Adam."""
+    switched, _ = run(tiny_cfg, "training.restart_from_best=2", improve=[False] * 3)
+    assert switched.trained_is_best == [True, False, True]
+    assert switched.adam_states[0] == 0 and switched.adam_states[1] > 0
+    assert switched.adam_states[2] == 0
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "yes"])
+def test_a_bad_first_epoch_is_refused(tiny_cfg, value) -> None:
+    with pytest.raises(ValueError, match="restart_from_best to be true, false or a first epoch"):
+        run(tiny_cfg, f"training.restart_from_best={value}", improve=[False])
