@@ -120,6 +120,21 @@ def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
         script.baseline_rows([str(path)])
 
 
+def test_gumbeldore_rows_differ_in_the_nucleus_only() -> None:
+    """Table 2's GD row grows the nucleus from p_min 0.8 (the caption); the appendix C.3 row
+    keeps p=0.8 in every round; both are Gumbeldore 32 x 4 with sigma 0.05."""
+    script = load_script("jssp_table2")
+    args = script.parse_args(["checkpoint=x.pt", "out=y"])
+    grown = script.compose_cell(args, "15x15", "gd32x4", 1).search
+    constant = script.compose_cell(args, "15x15", "gd32x4p", 1).search
+    assert (grown.p_min, grown.top_p) == (0.8, None)
+    assert (constant.p_min, constant.top_p) == (1.0, 0.8)
+    for search in (grown, constant):
+        assert search.method == "gumbeldore"
+        assert (search.beam_width, search.rounds, search.sigma) == (32, 4, 0.05)
+    assert "gd32x4p" in script.STOCHASTIC
+
+
 def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None:
     """A table assembled from an earlier output (no decoding) keeps its cells and names their
     file; the published rows are the paper's; another checkpoint's output and a cell in two
