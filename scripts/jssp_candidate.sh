@@ -4,7 +4,8 @@
 #   1. greedy on 100 fresh instances of five sizes against FDD/MWKR, paired with the checkpoints
 #      of an earlier comparison (scripts/jssp_compare.py --with; only the candidate is decoded);
 #   2. greedy on all 80 Taillard instances;
-#   3. the 15x15 rows (beam 16, SBS 16 p=0.8, GD 32x4 p_min 0.8) and SBS 16 on 20x15.
+#   3. the 15x15 rows (beam 16, SBS 16 p=0.8, GD 32x4 p_min 0.8) and SBS 16 on 20x15
+#      (scripts/jssp_cells.sh; more cells of the same file: run it with the same tag).
 #     bash scripts/jssp_candidate.sh data/results/jssp_cpu/compare_e44_e51.json [RUN]
 # RUN defaults to data/jssp_cpu/gd. The epoch comes from best.pt's meta; the file is first copied
 # to $TMPDIR (the run may promote another while this works). Outputs are named by the epoch
@@ -30,23 +31,14 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 cd "$ROOT"
 echo "candidate: epoch $EPOCH ($CKPT), paired with $WITH"
 
-stage() {  # stage OUTPUT COMMAND...: run COMMAND unless OUTPUT exists
-    local out="$1"; shift
-    if [[ -f "$out" ]]; then echo "skip: $out exists"; return; fi
-    echo "$(date -u +%H:%M:%S) $*"
-    "$@"
-}
-stage "$R/compare_e${PREV}_e$EPOCH.json" "$PYTHON" scripts/jssp_compare.py \
-    --checkpoints "e$EPOCH=$CKPT" --with "$WITH" --sizes 15x15 20x15 20x20 30x15 30x20 \
-    --num 100 --out "$R/compare_e${PREV}_e$EPOCH.json"
-table2() {  # table2 NAME GROUPS METHOD
-    stage "$R/taillard_$1_epoch$EPOCH.json" "$PYTHON" scripts/jssp_table2.py \
-        --checkpoint "$CKPT" --device cpu --out "$R/taillard_$1_epoch$EPOCH" \
-        --groups $2 --methods "$3"
-}
-table2 greedy "15x15 20x15 20x20 30x15 30x20 50x15 50x20 100x20" greedy
-table2 sbs16_15x15 15x15 sbs16
-table2 sbs16_20x15 20x15 sbs16
-table2 beam16_15x15 15x15 beam16
-table2 gd32x4_15x15 15x15 gd32x4
+COMPARE="$R/compare_e${PREV}_e$EPOCH.json"
+if [[ -f "$COMPARE" ]]; then
+    echo "skip: $COMPARE exists"
+else
+    echo "$(date -u +%H:%M:%S) comparison -> $COMPARE"
+    "$PYTHON" scripts/jssp_compare.py --checkpoints "e$EPOCH=$CKPT" --with "$WITH" \
+        --sizes 15x15 20x15 20x20 30x15 30x20 --num 100 --out "$COMPARE"
+fi
+PYTHON="$PYTHON" RESULTS="$R" bash scripts/jssp_cells.sh "$CKPT" "epoch$EPOCH" greedy:all \
+    sbs16:15x15 sbs16:20x15 beam16:15x15 gd32x4:15x15
 echo "$(date -u +%H:%M:%S) candidate epoch $EPOCH evaluated; the files name $CKPT as the checkpoint"

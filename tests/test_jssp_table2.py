@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,6 +136,36 @@ def test_gumbeldore_rows_differ_in_the_nucleus_only() -> None:
         assert search.method == "gumbeldore"
         assert (search.beam_width, search.rounds, search.sigma) == (32, 4, 0.05)
     assert "gd32x4p" in script.STOCHASTIC
+
+
+def run_cells(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
+    """scripts/jssp_cells.sh with this interpreter, first instance of each group only."""
+    env = {**os.environ, "PYTHON": sys.executable, "RESULTS": str(results), "LIMIT": "1"}
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts/jssp_cells.sh"), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=results,
+        check=False,
+    )
+
+
+def test_cells_script_runs_skips_and_rejects(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """Each cell becomes its own table2 output named by method, group and tag; a rerun skips
+    the cells done; a malformed cell is refused before any cell runs."""
+    done = run_cells(str(tiny_checkpoint), "t", "greedy:15x15", results=tmp_path)
+    assert done.returncode == 0, done.stderr
+    cell = json.loads((tmp_path / "taillard_greedy_15x15_t.json").read_text())
+    run = cell["table"]["greedy"]["15x15"]["runs"][0]
+    assert run["names"] == ["ta01"] and run["objectives"][0] >= upper_bounds()["ta01"]
+    again = run_cells(str(tiny_checkpoint), "t", "greedy:15x15", results=tmp_path)
+    assert again.returncode == 0 and "skip:" in again.stdout
+    bad = run_cells(str(tiny_checkpoint), "t", "beam16:20x15", "greedy@15x15", results=tmp_path)
+    assert bad.returncode == 2 and "greedy@15x15" in bad.stderr
+    assert not (tmp_path / "taillard_beam16_20x15_t.json").exists()
+    missing = run_cells(str(tmp_path / "none.pt"), "t", "greedy:15x15", results=tmp_path)
+    assert missing.returncode == 2 and "none.pt" in missing.stderr
 
 
 def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None:
