@@ -18,13 +18,23 @@ shift 2
 [[ -f "$CKPT" ]] || { echo "$CKPT: no such checkpoint" >&2; exit 2; }
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 RESULTS="${RESULTS:-$ROOT/data/results/jssp_cpu}"
-GROUPS_ALL="15x15 20x15 20x20 30x15 30x20 50x15 50x20 100x20"
 for spec in "$@"; do  # check every cell before the first one runs
     if [[ ! "$spec" =~ ^[a-z0-9]+:(all|[0-9]+x[0-9]+)$ ]]; then
         echo "$spec: expected <method>:<group> such as sbs16:50x20, or <method>:all" >&2
         exit 2
     fi
 done
+"$PYTHON" - "$ROOT/scripts" "$@" <<'PY'  # methods and groups of scripts/jssp_table2.py
+import sys
+sys.path.insert(0, sys.argv[1])
+from jssp_table2 import GROUPS, METHODS
+for spec in sys.argv[2:]:
+    method, group = spec.split(":")
+    if method not in METHODS or group not in (*GROUPS, "all"):
+        print(f"{spec}: expected a method of {list(METHODS)}, a group of {[*GROUPS, 'all']}",
+              file=sys.stderr)
+        sys.exit(2)
+PY
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
 mkdir -p "$RESULTS"
 for spec in "$@"; do
@@ -32,7 +42,7 @@ for spec in "$@"; do
     group="${spec#*:}"
     if [[ "$group" == all ]]; then
         out="$RESULTS/taillard_${method}_$TAG"
-        groups="$GROUPS_ALL"
+        groups="15x15 20x15 20x20 30x15 30x20 50x15 50x20 100x20"
     else
         out="$RESULTS/taillard_${method}_${group}_$TAG"
         groups="$group"

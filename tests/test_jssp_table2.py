@@ -164,6 +164,10 @@ def test_cells_script_runs_skips_and_rejects(tiny_checkpoint: Path, tmp_path: Pa
     bad = run_cells(str(tiny_checkpoint), "t", "beam16:20x15", "greedy@15x15", results=tmp_path)
     assert bad.returncode == 2 and "greedy@15x15" in bad.stderr
     assert not (tmp_path / "taillard_beam16_20x15_t.json").exists()
+    for spec in ("beam8:15x15", "greedy:15x16"):
+        unknown = run_cells(str(tiny_checkpoint), "t", "beam16:20x15", spec, results=tmp_path)
+        assert unknown.returncode == 2 and spec in unknown.stderr
+    assert not (tmp_path / "taillard_beam16_20x15_t.json").exists()
     missing = run_cells(str(tmp_path / "none.pt"), "t", "greedy:15x15", results=tmp_path)
     assert missing.returncode == 2 and "none.pt" in missing.stderr
 
