@@ -7,7 +7,9 @@
 #   bash scripts/jssp_cells.sh <checkpoint> <tag> <method>:<group|all>...
 #   bash scripts/jssp_cells.sh /tmp/jssp_e51.pt epoch51 sbs16:50x20 beam16:50x20 greedy:all
 # Methods and groups are those of scripts/jssp_table2.py. RESULTS (default
-# data/results/jssp_cpu), LIMIT (first N instances per group) and PYTHON override.
+# data/results/jssp_cpu), LIMIT (first N instances per group), LABEL (the outputs' `checkpoint`
+# field, e.g. the shipped file a copy was made of; default the checkpoint path) and PYTHON
+# override.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage="usage: $0 <checkpoint> <tag> <method>:<group|all>..."
@@ -18,21 +20,15 @@ shift 2
 [[ -f "$CKPT" ]] || { echo "$CKPT: no such checkpoint" >&2; exit 2; }
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 RESULTS="${RESULTS:-$ROOT/data/results/jssp_cpu}"
-for spec in "$@"; do  # check every cell before the first one runs
-    if [[ ! "$spec" =~ ^[a-z0-9]+:(all|[0-9]+x[0-9]+)$ ]]; then
-        echo "$spec: expected <method>:<group> such as sbs16:50x20, or <method>:all" >&2
-        exit 2
-    fi
-done
-"$PYTHON" - "$ROOT/scripts" "$@" <<'PY'  # methods and groups of scripts/jssp_table2.py
+"$PYTHON" - "$ROOT/scripts" "$@" <<'PY'  # every cell is checked before the first one runs
 import sys
 sys.path.insert(0, sys.argv[1])
 from jssp_table2 import GROUPS, METHODS
 for spec in sys.argv[2:]:
-    method, group = spec.split(":")
-    if method not in METHODS or group not in (*GROUPS, "all"):
-        print(f"{spec}: expected a method of {list(METHODS)}, a group of {[*GROUPS, 'all']}",
-              file=sys.stderr)
+    method, sep, group = spec.partition(":")
+    if not sep or method not in METHODS or group not in (*GROUPS, "all"):
+        print(f"{spec}: expected <method>:<group> or <method>:all, with a method of "
+              f"{list(METHODS)} and a group of {list(GROUPS)}", file=sys.stderr)
         sys.exit(2)
 PY
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-1}"
@@ -40,20 +36,20 @@ mkdir -p "$RESULTS"
 for spec in "$@"; do
     method="${spec%%:*}"
     group="${spec#*:}"
-    if [[ "$group" == all ]]; then
+    if [[ "$group" == all ]]; then  # jssp_table2.py's default: every group
         out="$RESULTS/taillard_${method}_$TAG"
-        groups="15x15 20x15 20x20 30x15 30x20 50x15 50x20 100x20"
+        groups=()
     else
         out="$RESULTS/taillard_${method}_${group}_$TAG"
-        groups="$group"
+        groups=(--groups "$group")
     fi
     if [[ -f "$out.json" ]]; then
         echo "skip: $out.json exists"
         continue
     fi
-    echo "$(date -u +%H:%M:%S) $method on $groups -> $out"
-    # shellcheck disable=SC2086  # $groups is a list of words
+    echo "$(date -u +%H:%M:%S) $method on $group -> $out"
     "$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device cpu --out "$out" \
-        --groups $groups --methods "$method" ${LIMIT:+--limit "$LIMIT"}
+        "${groups[@]}" --methods "$method" ${LIMIT:+--limit "$LIMIT"} \
+        ${LABEL:+--label "$LABEL"}
 done
 echo "$(date -u +%H:%M:%S) cells of $TAG done"

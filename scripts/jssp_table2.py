@@ -12,9 +12,10 @@ the mean over instances of (makespan - ub) / ub with ub the best-known upper bou
 (data/jssp/taillard_bounds.csv), the time is the decoding wall time of the whole group. Options
 are `--key value` or `key=value`. Writes `<out>.md` and `<out>.json`.
 
-`--merge` adds the rows of earlier outputs of this script for the same checkpoint (their
-`checkpoint` field must start with `--checkpoint`), so that a table can be assembled from runs
-made at different times; `--published` adds the paper's Table 2 rows
+`--label` names the checkpoint in the JSON instead of `--checkpoint` (say, the shipped file a
+temporary copy was made of). `--merge` adds the rows of earlier outputs of this script for the
+same checkpoint (their `checkpoint` field must start with `--checkpoint`), so that a table can
+be assembled from runs made at different times; `--published` adds the paper's Table 2 rows
 (data/jssp/taillard_table2_published.json) as references, labelled "(published)".
 """
 
@@ -78,6 +79,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             tokens.append(token)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="best.pt of a JSSP policy")
+    parser.add_argument(
+        "--label", default=None, help="the JSON's `checkpoint` field (default: --checkpoint)"
+    )
     parser.add_argument("--out", required=True, help="output stem: writes <out>.md, <out>.json")
     parser.add_argument("--groups", nargs="+", default=list(GROUPS), help="Taillard sizes JxM")
     parser.add_argument("--methods", nargs="*", default=list(METHODS), help="rows to run")
@@ -227,7 +231,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             }
         )
     result = {
-        "checkpoint": str(args.checkpoint),
+        "checkpoint": args.label or str(args.checkpoint),
         "groups": args.groups,
         "limit": args.limit,
         "repeats": args.repeats,

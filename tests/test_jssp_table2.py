@@ -138,9 +138,10 @@ def test_gumbeldore_rows_differ_in_the_nucleus_only() -> None:
     assert "gd32x4p" in script.STOCHASTIC
 
 
-def run_cells(*args: str, results: Path) -> subprocess.CompletedProcess[str]:
+def run_cells(*args: str, results: Path, label: str = "") -> subprocess.CompletedProcess[str]:
     """scripts/jssp_cells.sh with this interpreter, first instance of each group only."""
     env = {**os.environ, "PYTHON": sys.executable, "RESULTS": str(results), "LIMIT": "1"}
+    env["LABEL"] = label
     return subprocess.run(
         ["bash", str(ROOT / "scripts/jssp_cells.sh"), *args],
         capture_output=True,
@@ -159,6 +160,13 @@ def test_cells_script_runs_skips_and_rejects(tiny_checkpoint: Path, tmp_path: Pa
     cell = json.loads((tmp_path / "taillard_greedy_15x15_t.json").read_text())
     run = cell["table"]["greedy"]["15x15"]["runs"][0]
     assert run["names"] == ["ta01"] and run["objectives"][0] >= upper_bounds()["ta01"]
+    assert cell["checkpoint"] == str(tiny_checkpoint)
+    labelled = run_cells(
+        str(tiny_checkpoint), "t", "greedy:20x15", results=tmp_path, label="shipped (a copy)"
+    )
+    assert labelled.returncode == 0, labelled.stderr
+    cell = json.loads((tmp_path / "taillard_greedy_20x15_t.json").read_text())
+    assert cell["checkpoint"] == "shipped (a copy)"
     again = run_cells(str(tiny_checkpoint), "t", "greedy:15x15", results=tmp_path)
     assert again.returncode == 0 and "skip:" in again.stdout
     bad = run_cells(str(tiny_checkpoint), "t", "beam16:20x15", "greedy@15x15", results=tmp_path)
