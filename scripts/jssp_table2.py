@@ -69,14 +69,8 @@ PUBLISHED = Path(__file__).resolve().parents[1] / "data/jssp/taillard_table2_pub
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """Command-line options; `key=value` tokens are read as `--key value`."""
-    tokens: list[str] = []
-    for token in argv:
-        if "=" in token and not token.startswith("-"):
-            key, _, value = token.partition("=")
-            tokens += [f"--{key.replace('_', '-')}", value]
-        else:
-            tokens.append(token)
+    """Command-line options; `key=value` tokens whose key names an option are read as `--key
+    value`, so a value holding "=" (a `--label` such as "best.pt (= epoch 51)") stays whole."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", required=True, help="best.pt of a JSSP policy")
     parser.add_argument(
@@ -93,6 +87,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--baseline", nargs="*", default=[], help="results JSONs added as rows")
     parser.add_argument("--merge", nargs="*", default=[], help="earlier outputs of this script")
     parser.add_argument("--published", action="store_true", help="add the paper's Table 2 rows")
+    options = {opt for action in parser._actions for opt in action.option_strings}
+    tokens: list[str] = []
+    for token in argv:
+        key, sep, value = token.partition("=")
+        option = f"--{key.replace('_', '-')}"
+        if sep and not token.startswith("-") and option in options:
+            tokens += [option, value]
+        else:
+            tokens.append(token)
     args = parser.parse_args(tokens)
     for name, values, valid in (
         ("groups", args.groups, GROUPS),
