@@ -6,7 +6,7 @@
 #   2. greedy on all 80 Taillard instances;
 #   3. the 15x15 rows (beam 16, SBS 16 p=0.8, GD 32x4 p_min 0.8) and SBS 16 on 20x15
 #      (scripts/jssp_cells.sh; more cells of the same file: run it with the same tag).
-#     bash scripts/jssp_candidate.sh data/results/jssp_cpu/compare_e44_e51.json [RUN]
+#     bash scripts/jssp_candidate.sh data/results/jssp_cpu/compare_e51_e69.json [RUN]
 # RUN defaults to data/jssp_cpu/gd. The epoch comes from best.pt's meta; the file is first copied
 # to $TMPDIR (the run may promote another while this works). Outputs are named by the epoch
 # (data/results/jssp_cpu/{compare_ePREV_eNN.json,taillard_*_epochNN.*}); a stage whose output
