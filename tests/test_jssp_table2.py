@@ -154,8 +154,13 @@ def test_key_value_tokens_name_options_only() -> None:
 
 def run_cells(*args: str, results: Path, label: str = "") -> subprocess.CompletedProcess[str]:
     """scripts/jssp_cells.sh with this interpreter, first instance of each group only."""
-    env = {**os.environ, "PYTHON": sys.executable, "RESULTS": str(results), "LIMIT": "1"}
-    env["LABEL"] = label
+    env = {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "RESULTS": str(results),
+        "LIMIT": "1",
+        "LABEL": label,
+    }
     return subprocess.run(
         ["bash", str(ROOT / "scripts/jssp_cells.sh"), *args],
         capture_output=True,
