@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Table 2 cells of one JSSP checkpoint on Taillard, one after another on one thread, each into
 # $RESULTS/taillard_<method>_<group>_<tag>.{md,json} (`<method>:all` runs every group into
-# taillard_<method>_<tag>.*). A cell whose JSON exists is skipped, so rerunning the same command
-# continues; a cell that was stopped starts again. The tables are merged by scripts/jssp_table2.py
-# --merge (docs/jssp.md).
+# taillard_<method>_<tag>.*). A cell whose JSON exists is skipped, and a cell is decoded CHUNK
+# instances per run (default 1) with each run kept in <output>.parts/, so rerunning the same
+# command continues, inside a stopped cell from its last finished chunk. The tables are merged
+# by scripts/jssp_table2.py --merge (docs/jssp.md).
 #   bash scripts/jssp_cells.sh <checkpoint> <tag> <method>:<group|all>...
 #   bash scripts/jssp_cells.sh /tmp/jssp_e51.pt epoch51 sbs16:50x20 beam16:50x20 greedy:all
 # Methods and groups are those of scripts/jssp_table2.py. RESULTS (default
-# data/results/jssp_cpu), LIMIT (first N instances per group), LABEL (the outputs' `checkpoint`
+# data/results/jssp_cpu), LIMIT (first N instances per group), CHUNK, LABEL (the outputs' `checkpoint`
 # field, e.g. the shipped file a copy was made of; default the checkpoint path) and PYTHON
 # override.
 set -euo pipefail
@@ -49,7 +50,7 @@ for spec in "$@"; do
     fi
     echo "$(date -u +%H:%M:%S) $method on $group -> $out"
     "$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device cpu --out "$out" \
-        "${groups[@]}" --methods "$method" ${LIMIT:+--limit "$LIMIT"} \
+        "${groups[@]}" --methods "$method" --chunk "${CHUNK:-1}" ${LIMIT:+--limit "$LIMIT"} \
         ${LABEL:+--label "$LABEL"}
 done
 echo "$(date -u +%H:%M:%S) cells of $TAG done"

@@ -17,12 +17,20 @@ temporary copy was made of). `--merge` adds the rows of earlier outputs of this 
 same checkpoint (their `checkpoint` field must start with `--checkpoint`), so that a table can
 be assembled from runs made at different times; `--published` adds the paper's Table 2 rows
 (data/jssp/taillard_table2_published.json) as references, labelled "(published)".
+
+`--chunk N` decodes each cell N instances per nco-eval run (offset/limit) and keeps every run's
+results in `<out>.parts/`, so a stopped cell continues from its last finished chunk when the
+same command is rerun (a 100x20 cell takes hours on one CPU thread). The cell is the
+concatenation of its chunks, its time their sum; the folder is removed once `<out>.json` is
+written.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,10 +39,13 @@ import numpy as np
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from nco import checkpoint
 from nco.evaluation import run
+from nco.inference import check_checkpoint
 from nco.paths import CONFIG_DIR
-from nco.results import Results, read_results
+from nco.results import Results, read_results, write_results
 
+GROUP_SIZE = 10  # Taillard's instances per size group (ta01-ta10 are 15x15, ...)
 GROUPS = ("15x15", "20x15", "20x20", "30x15", "30x20", "50x15", "50x20", "100x20")
 METHODS: dict[str, tuple[str, list[str]]] = {  # name: (row label, nco-eval overrides)
     "greedy": ("greedy", ["search=greedy"]),
@@ -82,6 +93,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=None, help="first N instances per group")
     parser.add_argument("--repeats", type=int, default=1, help="runs of the stochastic decoders")
     parser.add_argument("--batch-size", type=int, default=None, help="instances per decoder call")
+    parser.add_argument(
+        "--chunk", type=int, default=None, help="instances per nco-eval run, kept in <out>.parts/"
+    )
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--baseline", nargs="*", default=[], help="results JSONs added as rows")
@@ -104,18 +118,87 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         unknown = [v for v in values if v not in valid]
         if unknown:
             raise ValueError(f"jssp_table2: unknown --{name} {unknown}; expected some of {valid}.")
-    if (args.limit is not None and args.limit < 1) or args.repeats < 1:
-        raise ValueError("jssp_table2: expected --limit >= 1 and --repeats >= 1.")
+    if any(v is not None and v < 1 for v in (args.limit, args.chunk)) or args.repeats < 1:
+        raise ValueError("jssp_table2: expected --limit, --chunk and --repeats >= 1.")
     return args
 
 
 def evaluate(args: argparse.Namespace, group: str, method: str, seed: int) -> Results:
-    """One nco-eval run of `method` on the Taillard group."""
-    return run(compose_cell(args, group, method, seed))
+    """One nco-eval run of `method` on the Taillard group, or (`--chunk`) its chunks joined."""
+    if args.chunk is None:
+        return run(compose_cell(args, group, method, seed, 0, args.limit))
+    count = min(args.limit or GROUP_SIZE, GROUP_SIZE)
+    return joined(
+        [
+            chunk(args, group, method, seed, offset, min(args.chunk, count - offset))
+            for offset in range(0, count, args.chunk)
+        ]
+    )
 
 
-def compose_cell(args: argparse.Namespace, group: str, method: str, seed: int) -> DictConfig:
-    """The nco-eval config of one cell, composed from configs/evaluate.yaml."""
+def chunk(
+    args: argparse.Namespace, group: str, method: str, seed: int, offset: int, limit: int
+) -> Results:
+    """Instances offset..offset+limit-1 of a cell: read from `<out>.parts/` when an earlier run
+    of the same command decoded them, else decoded now and written there."""
+    path = parts_dir(args) / f"{method}_{group}_seed{seed}_{offset}+{limit}.json"
+    if not path.exists():
+        results = run(compose_cell(args, group, method, seed, offset, limit))
+        write_results(results, path)
+        return results
+    results = read_results(path)
+    expected = {
+        "checkpoint": str(check_checkpoint(args.checkpoint, "jssp_table2")),
+        "checkpoint_meta": checkpoint_meta(args.checkpoint),
+        "seed": seed,
+        "offset": offset,
+        "limit": limit,
+    }
+    differ = [key for key, value in expected.items() if results.info.get(key) != value]
+    if results.dataset != f"taillard:{group}" or differ:
+        raise ValueError(
+            f"jssp_table2: {path} is no chunk of this command (its dataset {results.dataset}, "
+            f"expected taillard:{group}; fields that differ: {differ}); remove it to decode "
+            "those instances again."
+        )
+    return results
+
+
+@functools.cache
+def checkpoint_meta(path: str) -> Any:
+    """The checkpoint's meta as a results JSON stores it: tells a chunk of this file from one
+    decoded with another file at the same path."""
+    return json.loads(json.dumps(checkpoint.load(check_checkpoint(path, "jssp_table2")).meta))
+
+
+def parts_dir(args: argparse.Namespace) -> Path:
+    """Where `--chunk` keeps its finished chunks: `<out>.parts/`."""
+    out = Path(args.out)
+    return out.with_name(out.name + ".parts")
+
+
+def joined(chunks: list[Results]) -> Results:
+    """The chunks of one cell as one result: instances concatenated, wall times summed."""
+    first = chunks[0]
+    references = None
+    if all(c.references is not None for c in chunks):
+        references = [r for c in chunks for r in c.references or []]
+    return Results(
+        problem=first.problem,
+        dataset=first.dataset,
+        method=first.method,
+        objectives=[v for c in chunks for v in c.objectives],
+        references=references,
+        wall_time_s=sum(c.wall_time_s for c in chunks),
+        names=[n for c in chunks for n in c.names or []] if all(c.names for c in chunks) else None,
+        info={**first.info, "offset": 0, "limit": sum(c.num_instances for c in chunks)},
+    )
+
+
+def compose_cell(
+    args: argparse.Namespace, group: str, method: str, seed: int, offset: int, limit: int | None
+) -> DictConfig:
+    """The nco-eval config of one cell (or of instances offset.. of it), from evaluate.yaml."""
     overrides = [
         f"checkpoint={args.checkpoint}",
         f"data=taillard:{group}",
@@ -124,8 +207,10 @@ def compose_cell(args: argparse.Namespace, group: str, method: str, seed: int) -
         "progress=false",
         *METHODS[method][1],
     ]
-    if args.limit is not None:
-        overrides.append(f"limit={args.limit}")
+    if offset:
+        overrides.append(f"offset={offset}")
+    if limit is not None:
+        overrides.append(f"limit={limit}")
     if args.batch_size is not None:
         overrides.append(f"batch_size={args.batch_size}")
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
@@ -238,6 +323,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "groups": args.groups,
         "limit": args.limit,
         "repeats": args.repeats,
+        "chunk": args.chunk,
         "methods": {METHODS[m][0]: METHODS[m][1] for m in args.methods},
         "table": table,
     }
@@ -249,6 +335,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     text = markdown(table, args.groups)
     out.with_suffix(".md").write_text(text)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    shutil.rmtree(parts_dir(args), ignore_errors=True)  # every chunk is in the JSON now
     print(text)
     return result
 

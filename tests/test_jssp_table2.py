@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from script_loader import load_script
 
 from nco import checkpoint
@@ -86,6 +87,58 @@ def test_table_gaps_match_bounds_and_schedule(tiny_checkpoint: Path, tmp_path: P
     assert gap_cell == f"{100 * (makespan - ub) / ub:.1f}%"
 
 
+def test_chunks_join_resume_and_refuse(
+    tiny_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--chunk 1` gives the one-run cell's numbers; a cell stopped after its first chunk
+    continues from the kept chunk on rerun; a kept chunk of another seed is refused."""
+    script = load_script("jssp_table2")
+    base = [f"checkpoint={tiny_checkpoint}", "--groups", "15x15", "--limit", "2"]
+    whole = script.main([*base, f"out={tmp_path / 'whole'}", "--methods", "greedy"])
+    out = tmp_path / "cell"
+    parts = tmp_path / "cell.parts"
+    decoded: list[int] = []
+    real_run = script.run
+
+    def stop_after_one(cfg: DictConfig) -> Any:  # the second chunk's run is stopped, as by Ctrl-C
+        if decoded:
+            raise KeyboardInterrupt
+        decoded.append(cfg.offset)
+        return real_run(cfg)
+
+    monkeypatch.setattr(script, "run", stop_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        script.main([*base, f"out={out}", "--methods", "greedy", "--chunk", "1"])
+    assert decoded == [0] and [p.name for p in parts.iterdir()] == [
+        "greedy_15x15_seed1234_0+1.json"
+    ]
+    assert not out.with_suffix(".json").exists()
+
+    def count(cfg: DictConfig) -> Any:
+        decoded.append(cfg.offset)
+        return real_run(cfg)
+
+    monkeypatch.setattr(script, "run", count)
+    chunked = script.main([*base, f"out={out}", "--methods", "greedy", "--chunk", "1"])
+    assert decoded == [0, 1]  # only the second instance was decoded again
+    run, one = chunked["table"]["greedy"]["15x15"]["runs"][0], whole["table"]["greedy"]["15x15"]
+    assert run["names"] == ["ta01", "ta02"] == one["runs"][0]["names"]
+    assert run["objectives"] == one["runs"][0]["objectives"]
+    assert chunked["table"]["greedy"]["15x15"]["gap"] == pytest.approx(one["gap"])
+    assert chunked["chunk"] == 1 and not parts.exists()
+
+    monkeypatch.setattr(script, "run", real_run)
+    other = script.parse_args([*base, f"out={tmp_path / 'other'}", "--chunk", "1", "--seed", "7"])
+    script.chunk(other, "15x15", "sbs16", 7, 0, 1)  # kept as other.parts/..._seed7_0+1.json
+    stale = tmp_path / "stale.parts" / "sbs16_15x15_seed1234_0+1.json"
+    stale.parent.mkdir()
+    (tmp_path / "other.parts" / "sbs16_15x15_seed7_0+1.json").rename(stale)
+    with pytest.raises(ValueError, match=r"stale.parts/sbs16_15x15_seed1234_0\+1.json.*'seed'"):
+        script.main([*base, f"out={tmp_path / 'stale'}", "--methods", "sbs16", "--chunk", "1"])
+    with pytest.raises(ValueError, match="--chunk"):
+        script.parse_args([*base, "out=x", "--chunk", "0"])
+
+
 def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
     """A results JSON becomes a row labelled with its time limit; unknown groups, methods and
     non-Taillard baselines raise ValueError."""
@@ -128,8 +181,8 @@ def test_gumbeldore_rows_differ_in_the_nucleus_only() -> None:
     keeps p=0.8 in every round; both are Gumbeldore 32 x 4 with sigma 0.05."""
     script = load_script("jssp_table2")
     args = script.parse_args(["checkpoint=x.pt", "out=y"])
-    grown = script.compose_cell(args, "15x15", "gd32x4", 1).search
-    constant = script.compose_cell(args, "15x15", "gd32x4p", 1).search
+    grown = script.compose_cell(args, "15x15", "gd32x4", 1, 0, None).search
+    constant = script.compose_cell(args, "15x15", "gd32x4p", 1, 0, None).search
     assert (grown.p_min, grown.top_p) == (0.8, None)
     assert (constant.p_min, constant.top_p) == (1.0, 0.8)
     for search in (grown, constant):
