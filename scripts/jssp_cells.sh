@@ -8,9 +8,9 @@
 #   bash scripts/jssp_cells.sh <checkpoint> <tag> <method>:<group|all>...
 #   bash scripts/jssp_cells.sh /tmp/jssp_e51.pt epoch51 sbs16:50x20 beam16:50x20 greedy:all
 # Methods and groups are those of scripts/jssp_table2.py. RESULTS (default
-# data/results/jssp_cpu), LIMIT (first N instances per group), CHUNK, LABEL (the outputs' `checkpoint`
-# field, e.g. the shipped file a copy was made of; default the checkpoint path) and PYTHON
-# override.
+# data/results/jssp_cpu), LIMIT (first N instances per group), CHUNK, LABEL (the outputs'
+# `checkpoint` field, e.g. the shipped file a copy was made of; default the checkpoint path) and
+# PYTHON override.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage="usage: $0 <checkpoint> <tag> <method>:<group|all>..."
