@@ -43,9 +43,9 @@ from nco import checkpoint
 from nco.evaluation import run
 from nco.inference import check_checkpoint
 from nco.paths import CONFIG_DIR
+from nco.problems.jssp.taillard import TAILLARD_SEEDS
 from nco.results import Results, read_results, write_results
 
-GROUP_SIZE = 10  # Taillard's instances per size group (ta01-ta10 are 15x15, ...)
 GROUPS = ("15x15", "20x15", "20x20", "30x15", "30x20", "50x15", "50x20", "100x20")
 METHODS: dict[str, tuple[str, list[str]]] = {  # name: (row label, nco-eval overrides)
     "greedy": ("greedy", ["search=greedy"]),
@@ -127,13 +127,20 @@ def evaluate(args: argparse.Namespace, group: str, method: str, seed: int) -> Re
     """One nco-eval run of `method` on the Taillard group, or (`--chunk`) its chunks joined."""
     if args.chunk is None:
         return run(compose_cell(args, group, method, seed, 0, args.limit))
-    count = min(args.limit or GROUP_SIZE, GROUP_SIZE)
+    size = group_size(group)
+    count = min(args.limit or size, size)
     return joined(
         [
             chunk(args, group, method, seed, offset, min(args.chunk, count - offset))
             for offset in range(0, count, args.chunk)
         ]
     )
+
+
+def group_size(group: str) -> int:
+    """Instances in a Taillard size group ("15x15": ten), counted in nco's table of them."""
+    shape = tuple(int(n) for n in group.split("x"))
+    return sum((jobs, machines) == shape for jobs, machines, _, _ in TAILLARD_SEEDS.values())
 
 
 def chunk(
