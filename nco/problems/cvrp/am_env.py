@@ -10,14 +10,13 @@ depot is added to the length then), so episodes differ in length.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import torch
 
-from nco.env import Batch, Env
-from nco.problems.cvrp.generator import capacity_settings, check_instances, generate
+from nco.env import Batch
+from nco.problems.cvrp.generator import check_instances
+from nco.problems.cvrp.kool_env import KoolCVRPEnv
 from nco.problems.cvrp.types import CVRPInstances
-from nco.problems.tsp.augment import apply_symmetry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,25 +71,8 @@ def _all_served(visited: torch.Tensor) -> torch.Tensor:
     return visited[:, 1:].sum(1) == visited.shape[1] - 1
 
 
-class AMCVRPEnv(Env):
+class AMCVRPEnv(KoolCVRPEnv[AMCVRPState]):
     """CVRP with `num_customers` customers (Kool et al.'s instances) with the depot as action."""
-
-    name = "cvrp"
-
-    def __init__(
-        self,
-        num_customers: int = 100,
-        capacity: int | None = None,
-        capacity_range: Sequence[int] | None = None,
-    ) -> None:
-        self.num_customers = num_customers
-        self.capacity, self.capacity_range = capacity_settings(
-            num_customers, capacity, capacity_range
-        )
-
-    def generate(self, num: int, generator: torch.Generator | None = None) -> CVRPInstances:
-        """Kool-style random instances (see nco.problems.cvrp.generator.generate)."""
-        return generate(num, self.num_customers, self.capacity, self.capacity_range, generator)
 
     def reset(self, instances: CVRPInstances) -> AMCVRPState:
         check_instances(instances)
@@ -153,21 +135,6 @@ class AMCVRPEnv(Env):
             else:
                 routes[-1].append(int(a))
         return [r for r in routes if r]
-
-    def num_augmentations(self) -> int:
-        """The eight symmetries of the unit square."""
-        return 8
-
-    def augment(self, instances: CVRPInstances, code: torch.Tensor) -> CVRPInstances:
-        """Instances under the unit-square symmetries `code` Long[B] (0..7, 0 = identity)."""
-        depot = apply_symmetry(instances.depot.unsqueeze(1), code).squeeze(1)
-        return dataclasses.replace(
-            instances, depot=depot, locs=apply_symmetry(instances.locs, code)
-        )
-
-    def num_starts(self, instances: CVRPInstances) -> int:
-        """Distinct first customers (POMO multi-start): every customer."""
-        return instances.num_customers
 
     def start(self, roots: AMCVRPState, index: torch.Tensor) -> AMCVRPState:
         """Roots after the forced first customer `index + 1` (POMO's choice)."""

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import torch
 
-from nco.env import Env
 from nco.problems.cvrp.augment import reverse_routes, sort_routes
-from nco.problems.cvrp.generator import capacity_settings, check_instances, generate
+from nco.problems.cvrp.generator import check_instances
+from nco.problems.cvrp.kool_env import KoolCVRPEnv
 from nco.problems.cvrp.subproblems import sample_subproblems
 from nco.problems.cvrp.types import CVRPInstances, CVRPState
-from nco.problems.tsp.augment import apply_symmetry, random_augment
+from nco.problems.tsp.augment import random_augment
 
 
 def action_mask(state: CVRPState) -> torch.Tensor:
@@ -30,34 +29,14 @@ def action_mask(state: CVRPState) -> torch.Tensor:
     return mask.view(b, 2 * (m - 1))
 
 
-class CVRPEnv(Env[CVRPInstances, CVRPState]):
+class CVRPEnv(KoolCVRPEnv[CVRPState]):
     """CVRP with `num_customers` customers; every route starts and ends at the depot.
 
     Actions (A = 2n): `2 (c - 1)` drives from the origin directly to customer c (1-based) and
     `2 (c - 1) + 1` drives via the depot, refilling the vehicle. Direct moves are masked when the
     demand exceeds the free capacity or the vehicle is at the depot. After n steps the vehicle
-    returns to the depot. Objective: minus the total distance.
-
-    Instances follow Kool et al.: `capacity` defaults to the standard one for the size
-    (KOOL_CAPACITY); `capacity_range` (lo, hi) instead draws it per instance (paper D.3.4: 40..100).
+    returns to the depot. Objective: minus the total distance. Instances: `KoolCVRPEnv`.
     """
-
-    name = "cvrp"
-
-    def __init__(
-        self,
-        num_customers: int = 100,
-        capacity: int | None = None,
-        capacity_range: Sequence[int] | None = None,
-    ) -> None:
-        self.num_customers = num_customers
-        self.capacity, self.capacity_range = capacity_settings(
-            num_customers, capacity, capacity_range
-        )
-
-    def generate(self, num: int, generator: torch.Generator | None = None) -> CVRPInstances:
-        """Kool-style random instances (see nco.problems.cvrp.generator.generate)."""
-        return generate(num, self.num_customers, self.capacity, self.capacity_range, generator)
 
     def reset(self, instances: CVRPInstances) -> CVRPState:
         """Root states: the vehicle is full at the depot and every customer remains."""
@@ -109,21 +88,6 @@ class CVRPEnv(Env[CVRPInstances, CVRPState]):
         return -state.length
 
     def max_steps(self, instances: CVRPInstances) -> int:
-        return instances.num_customers
-
-    def num_augmentations(self) -> int:
-        """The eight symmetries of the unit square."""
-        return 8
-
-    def augment(self, instances: CVRPInstances, code: torch.Tensor) -> CVRPInstances:
-        """Instances under the unit-square symmetries `code` Long[B] (search.augment)."""
-        depot = apply_symmetry(instances.depot.unsqueeze(1), code).squeeze(1)
-        return dataclasses.replace(
-            instances, depot=depot, locs=apply_symmetry(instances.locs, code)
-        )
-
-    def num_starts(self, instances: CVRPInstances) -> int:
-        """Distinct first customers (search.starts): every customer."""
         return instances.num_customers
 
     def start(self, roots: CVRPState, index: torch.Tensor) -> CVRPState:

@@ -11,8 +11,8 @@ import dataclasses
 
 import torch
 
-from nco.env import Batch, Env
-from nco.problems.tsp.augment import apply_symmetry
+from nco.env import Batch
+from nco.problems.tsp.kool_env import KoolTSPEnv
 from nco.problems.tsp.types import TSPInstances
 
 
@@ -32,23 +32,11 @@ def _all_visited(visited: torch.Tensor) -> torch.Tensor:
     return visited.sum(1) == visited.shape[1]
 
 
-class AMTSPEnv(Env):
+class AMTSPEnv(KoolTSPEnv[AMTSPState]):
     """Euclidean TSP on `num_nodes` uniform points; the first action is the start node.
 
     Objective: minus the closed tour length. `to_solution` gives the tour as decoded.
     """
-
-    name = "tsp"
-
-    def __init__(self, num_nodes: int = 100) -> None:
-        if num_nodes < 2:
-            raise ValueError(f"Expected num_nodes >= 2, got {num_nodes}.")
-        self.num_nodes = num_nodes
-
-    def generate(self, num: int, generator: torch.Generator | None = None) -> TSPInstances:
-        """Uniform coordinates in the unit square (Kool et al.)."""
-        coords = torch.rand(num, self.num_nodes, 2, generator=generator, dtype=torch.float64)
-        return TSPInstances(coords=coords)
 
     def reset(self, instances: TSPInstances) -> AMTSPState:
         b, n, _ = instances.coords.shape
@@ -97,18 +85,6 @@ class AMTSPEnv(Env):
     def to_solution(self, instances: TSPInstances, actions: list[int]) -> list[int]:
         """The tour is the action sequence itself."""
         return list(actions)
-
-    def num_augmentations(self) -> int:
-        """The eight symmetries of the unit square."""
-        return 8
-
-    def augment(self, instances: TSPInstances, code: torch.Tensor) -> TSPInstances:
-        """Instances under the unit-square symmetries `code` Long[B] (0..7, 0 = identity)."""
-        return TSPInstances(coords=apply_symmetry(instances.coords, code))
-
-    def num_starts(self, instances: TSPInstances) -> int:
-        """Distinct first nodes (POMO multi-start): every node."""
-        return instances.coords.shape[1]
 
     def start(self, roots: AMTSPState, index: torch.Tensor) -> AMTSPState:
         """Roots after the forced first action: start `index` is node `index` (POMO's choice)."""

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from nco.env import Env
-from nco.problems.tsp.augment import apply_symmetry, random_augment
-from nco.problems.tsp.generator import generate
+from nco.problems.tsp.augment import random_augment
+from nco.problems.tsp.kool_env import KoolTSPEnv
 from nco.problems.tsp.types import TSPInstances, TSPState
 
 
@@ -16,23 +15,14 @@ def tour_length(coords: torch.Tensor, tour: torch.Tensor) -> torch.Tensor:
     return (pts - pts.roll(-1, dims=1)).norm(dim=-1).sum(-1)
 
 
-class TSPEnv(Env[TSPInstances, TSPState]):
+class TSPEnv(KoolTSPEnv[TSPState]):
     """Euclidean TSP on `num_nodes` uniform points; the tour starts and ends at node 0.
 
     Actions are node indices (A = n). Each step moves the origin to the chosen node; after
     n - 1 steps the tour closes back to the destination. Objective: minus tour length.
     """
 
-    name = "tsp"
-
-    def __init__(self, num_nodes: int = 100) -> None:
-        if num_nodes < 3:
-            raise ValueError(f"Expected num_nodes >= 3, got {num_nodes}.")
-        self.num_nodes = num_nodes
-
-    def generate(self, num: int, generator: torch.Generator | None = None) -> TSPInstances:
-        """Uniform coordinates in the unit square (Kool et al.; `generator.generate`)."""
-        return generate(num, self.num_nodes, generator)
+    min_nodes = 3
 
     def reset(self, instances: TSPInstances) -> TSPState:
         coords = instances.coords
@@ -76,18 +66,6 @@ class TSPEnv(Env[TSPInstances, TSPState]):
 
     def max_steps(self, instances: TSPInstances) -> int:
         return instances.coords.shape[1] - 1
-
-    def num_augmentations(self) -> int:
-        """The eight symmetries of the unit square."""
-        return 8
-
-    def augment(self, instances: TSPInstances, code: torch.Tensor) -> TSPInstances:
-        """Instances under the unit-square symmetries `code` Long[B] (search.augment)."""
-        return TSPInstances(coords=apply_symmetry(instances.coords, code))
-
-    def num_starts(self, instances: TSPInstances) -> int:
-        """Distinct start nodes of a tour (search.starts): every node."""
-        return instances.coords.shape[1]
 
     def start(self, roots: TSPState, index: torch.Tensor) -> TSPState:
         """Roots whose tour starts and ends at node `index` instead of node 0 (a rotation)."""
