@@ -16,7 +16,9 @@ and compares with the run's cached references.
 `--eval-at 24 48` also validates each arm after that many steps (train_s then includes those
 validations); `--ema-decays 0.98` also validates the exponential moving average of each arm's
 weights, updated after every step from the best weights on, as `training.ema_decay` does
-(`--seeds 0 1 2` measures how much one 96-step draw varies: docs/jssp.md).
+(`--seeds 0 1 2` measures how much one 96-step draw varies: docs/jssp.md). `--init untrained`
+trains copies of the run's untrained policy instead (seeded and built as nco-train builds it;
+its validation gap is recorded beside, to be checked against the run's `val/initial_gap`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ import json
 import time
 from pathlib import Path
 
+import lightning as L
 import numpy as np
 import torch
+from hydra.utils import instantiate
 from jssp_val_rules import run_validation  # scripts/ is on sys.path when run as a script
 from omegaconf import DictConfig
 from probe_training import clipped_step
@@ -51,6 +55,13 @@ def run_parts(run: Path) -> tuple[DictConfig, TrajectoryBuffer, JSSPInstances, n
     buffer = TrajectoryBuffer()
     buffer.load_state_dict(payload["TrajectoryDataModule"]["buffer"])
     return config, buffer, instances, refs
+
+
+def untrained_policy(config: DictConfig) -> torch.nn.Module:
+    """The run's policy before its first step: seeded, then built, in nco-train's order."""
+    L.seed_everything(int(config.seed), verbose=False)
+    instantiate(config.problem.env)
+    return instantiate(config.model)
 
 
 def val_gap(policy: torch.nn.Module, val: JSSPInstances, refs: np.ndarray, batch: int) -> float:
@@ -75,7 +86,15 @@ def main() -> None:
         default=[],
         help="also validate moving averages of the weights (as training.ema_decay does)",
     )
-    parser.add_argument("--skip-best", action="store_true", help="do not re-validate best.pt")
+    parser.add_argument(
+        "--init",
+        choices=["best", "untrained"],
+        default="best",
+        help="train copies of <run>/best.pt (default) or of the run's untrained policy",
+    )
+    parser.add_argument(
+        "--skip-best", action="store_true", help="do not re-validate the starting policy"
+    )
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument(
         "--seeds", type=int, nargs="+", default=[0], help="one arm per seed and rate"
@@ -89,21 +108,26 @@ def main() -> None:
         val, refs = val.index(torch.arange(min(args.val_limit, len(refs)))), refs[: args.val_limit]
     env = JSSPEnv()
     val_batch = int(config.training.val_batch_size)
-    best = checkpoint.load(args.run / "best.pt")
     record: dict[str, object] = {
         "run": str(args.run),
+        "init": args.init,
         "buffer_instances": len(buffer),
         "steps": args.steps,
         "batch_size": args.batch_size,
-        "best_epoch": best.meta.get("epoch"),
         "val_instances": len(refs),
     }
+    if args.init == "best":
+        best = checkpoint.load(args.run / "best.pt")
+        start_policy, key = best.policy, "best_val_gap_percent"
+        record["best_epoch"] = best.meta.get("epoch")
+    else:
+        start_policy, key = untrained_policy(config), "untrained_val_gap_percent"
     if not args.skip_best:
-        record["best_val_gap_percent"] = val_gap(best.policy.eval(), val, refs, val_batch)
-        print(json.dumps({"best.pt": record["best_val_gap_percent"]}), flush=True)
+        record[key] = val_gap(start_policy.eval(), val, refs, val_batch)
+        print(json.dumps({key: record[key]}), flush=True)
     arms: list[dict[str, object]] = []
     for seed, lr in itertools.product(args.seeds, args.lrs):
-        policy = copy.deepcopy(best.policy)
+        policy = copy.deepcopy(start_policy)
         optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
         batches = SubTrajectoryBatches(env, buffer.groups, args.steps, args.batch_size, seed)
         averages = {

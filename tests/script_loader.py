@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -11,9 +12,14 @@ BENCHMARKS = SCRIPTS.parent / "benchmarks"
 
 
 def load_script(name: str) -> ModuleType:
-    """scripts/<name>.py (benchmarks/<name>.py for a `bench_` name), as a fresh module."""
+    """scripts/<name>.py (benchmarks/<name>.py for a `bench_` name), as a fresh module; its
+    folder is on sys.path while it loads, as when it runs as a script (for sibling imports)."""
     folder = BENCHMARKS if name.startswith("bench_") else SCRIPTS
     spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
     return module

@@ -16,8 +16,9 @@ from omegaconf import OmegaConf
 from nco import checkpoint
 from nco.problems.jssp.dispatching import dispatch
 from nco.training.buffer import TrajectoryBuffer
+from nco.training.runner import build
 from tests.fake_jssp_run import write_config, write_references
-from tests.script_loader import SCRIPTS
+from tests.script_loader import SCRIPTS, load_script
 
 
 def fake_run(run: Path) -> None:
@@ -57,3 +58,31 @@ def test_arms_per_seed_with_steps_and_averages(tmp_path: Path) -> None:
         assert arm["val_gap_percent"] >= -100 and np.isfinite(arm["val_gap_percent"])
     printed = [json.loads(line) for line in proc.stdout.splitlines() if '"step"' in line]
     assert [(p["seed"], p["step"]) for p in printed] == [(0, 1), (1, 1)]
+
+
+def test_untrained_init_is_the_policy_nco_train_starts_from(tmp_path: Path) -> None:
+    """`--init untrained` trains copies of the weights nco-train's `build` gives the run."""
+    fake_run(tmp_path)
+    cfg = OmegaConf.load(tmp_path / ".hydra" / "config.yaml")
+    cfg.out_dir = str(tmp_path / "train")
+    cfg.distributed.workers = 0
+    _, module, _ = build(cfg)
+    probe = load_script("jssp_buffer_probe")
+    ours = probe.untrained_policy(cfg).state_dict()
+    theirs = module.policy.state_dict()
+    assert ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    cfg.seed = int(cfg.seed) + 1
+    other = probe.untrained_policy(cfg).state_dict()
+    assert not all(torch.equal(ours[k], other[k]) for k in ours)  # the seed matters
+
+    out = tmp_path / "probe.json"
+    cmd = [sys.executable, str(SCRIPTS / "jssp_buffer_probe.py"), "--run", str(tmp_path),
+           "--init", "untrained", "--lrs", "1e-3", "--steps", "2", "--batch-size", "8",
+           "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(out.read_text())
+    assert record["init"] == "untrained" and "best_epoch" not in record
+    assert np.isfinite(record["untrained_val_gap_percent"])
+    assert [a["seed"] for a in record["arms"]] == [0]
