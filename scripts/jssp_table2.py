@@ -43,7 +43,7 @@ from nco import checkpoint
 from nco.evaluation import run
 from nco.inference import check_checkpoint
 from nco.paths import CONFIG_DIR
-from nco.problems.jssp.taillard import TAILLARD_SEEDS
+from nco.problems.jssp.taillard import taillard_names
 from nco.results import Results, read_results, write_results
 
 GROUPS = ("15x15", "20x15", "20x20", "30x15", "30x20", "50x15", "50x20", "100x20")
@@ -127,7 +127,7 @@ def evaluate(args: argparse.Namespace, group: str, method: str, seed: int) -> Re
     """One nco-eval run of `method` on the Taillard group, or (`--chunk`) its chunks joined."""
     if args.chunk is None:
         return run(compose_cell(args, group, method, seed, 0, args.limit))
-    size = group_size(group)
+    size = len(taillard_names(group))
     count = min(args.limit or size, size)
     return joined(
         [
@@ -135,12 +135,6 @@ def evaluate(args: argparse.Namespace, group: str, method: str, seed: int) -> Re
             for offset in range(0, count, args.chunk)
         ]
     )
-
-
-def group_size(group: str) -> int:
-    """Instances in a Taillard size group ("15x15": ten), counted in nco's table of them."""
-    shape = tuple(int(n) for n in group.split("x"))
-    return sum((jobs, machines) == shape for jobs, machines, _, _ in TAILLARD_SEEDS.values())
 
 
 def chunk(

@@ -71,19 +71,22 @@ def taillard_instance(name: str) -> JSSPInstances:
     return make_instances(durations, machines, source=name)
 
 
+def taillard_names(spec: str) -> list[str]:
+    """Instance names for "ta07" or a size like "15x15" (its ten instances, in order)."""
+    if spec in TAILLARD_SEEDS:
+        return [spec]
+    size = re.fullmatch(r"(\d+)x(\d+)", spec)
+    shape = (int(size.group(1)), int(size.group(2))) if size else None
+    names = [n for n, (j, m, _, _) in TAILLARD_SEEDS.items() if (j, m) == shape]
+    if not names:
+        sizes = sorted({f"{j}x{m}" for j, m, _, _ in TAILLARD_SEEDS.values()})
+        raise ValueError(f"Expected a Taillard name ta01..ta80 or a size in {sizes}, got {spec!r}.")
+    return names
+
+
 def taillard_group(spec: str) -> tuple[JSSPInstances, list[str], torch.Tensor]:
     """Instances, names and best-known upper bounds (float64) for "ta07" or a size like "15x15"."""
-    if spec in TAILLARD_SEEDS:
-        names = [spec]
-    else:
-        size = re.fullmatch(r"(\d+)x(\d+)", spec)
-        shape = (int(size.group(1)), int(size.group(2))) if size else None
-        names = [n for n, (j, m, _, _) in TAILLARD_SEEDS.items() if (j, m) == shape]
-        if not names:
-            sizes = sorted({f"{j}x{m}" for j, m, _, _ in TAILLARD_SEEDS.values()})
-            raise ValueError(
-                f"Expected a Taillard name ta01..ta80 or a size in {sizes}, got {spec!r}."
-            )
+    names = taillard_names(spec)
     batches = [taillard_instance(n) for n in names]
     instances = JSSPInstances(
         durations=torch.cat([b.durations for b in batches]),
