@@ -30,10 +30,8 @@ import json
 import time
 from pathlib import Path
 
-import lightning as L
 import numpy as np
 import torch
-from hydra.utils import instantiate
 from jssp_val_rules import run_validation  # scripts/ is on sys.path when run as a script
 from omegaconf import DictConfig
 from probe_training import clipped_step
@@ -46,6 +44,7 @@ from nco.problems.jssp.types import JSSPInstances
 from nco.training.buffer import TrajectoryBuffer
 from nco.training.data import SubTrajectoryBatches
 from nco.training.module import imitation_loss
+from nco.training.runner import initial_policy
 
 
 def run_parts(run: Path) -> tuple[DictConfig, TrajectoryBuffer, JSSPInstances, np.ndarray]:
@@ -55,13 +54,6 @@ def run_parts(run: Path) -> tuple[DictConfig, TrajectoryBuffer, JSSPInstances, n
     buffer = TrajectoryBuffer()
     buffer.load_state_dict(payload["TrajectoryDataModule"]["buffer"])
     return config, buffer, instances, refs
-
-
-def untrained_policy(config: DictConfig) -> torch.nn.Module:
-    """The run's policy before its first step: seeded, then built, in nco-train's order."""
-    L.seed_everything(int(config.seed), verbose=False)
-    instantiate(config.problem.env)
-    return instantiate(config.model)
 
 
 def val_gap(policy: torch.nn.Module, val: JSSPInstances, refs: np.ndarray, batch: int) -> float:
@@ -121,7 +113,7 @@ def main() -> None:
         start_policy, key = best.policy, "best_val_gap_percent"
         record["best_epoch"] = best.meta.get("epoch")
     else:
-        start_policy, key = untrained_policy(config), "untrained_val_gap_percent"
+        start_policy, key = initial_policy(config)[1], "untrained_val_gap_percent"
     if not args.skip_best:
         record[key] = val_gap(start_policy.eval(), val, refs, val_batch)
         print(json.dumps({key: record[key]}), flush=True)

@@ -16,9 +16,9 @@ from omegaconf import OmegaConf
 from nco import checkpoint
 from nco.problems.jssp.dispatching import dispatch
 from nco.training.buffer import TrajectoryBuffer
-from nco.training.runner import build
+from nco.training.runner import build, initial_policy
 from tests.fake_jssp_run import write_config, write_references
-from tests.script_loader import SCRIPTS, load_script
+from tests.script_loader import SCRIPTS
 
 
 def fake_run(run: Path) -> None:
@@ -61,19 +61,19 @@ def test_arms_per_seed_with_steps_and_averages(tmp_path: Path) -> None:
 
 
 def test_untrained_init_is_the_policy_nco_train_starts_from(tmp_path: Path) -> None:
-    """`--init untrained` trains copies of the weights nco-train's `build` gives the run."""
+    """`--init untrained` trains copies of the weights nco-train's `build` gives the run
+    (both come from `initial_policy`; the seed is drawn before the env and model are built)."""
     fake_run(tmp_path)
     cfg = OmegaConf.load(tmp_path / ".hydra" / "config.yaml")
     cfg.out_dir = str(tmp_path / "train")
     cfg.distributed.workers = 0
     _, module, _ = build(cfg)
-    probe = load_script("jssp_buffer_probe")
-    ours = probe.untrained_policy(cfg).state_dict()
+    ours = initial_policy(cfg)[1].state_dict()
     theirs = module.policy.state_dict()
     assert ours.keys() == theirs.keys()
     assert all(torch.equal(ours[k], theirs[k]) for k in ours)
     cfg.seed = int(cfg.seed) + 1
-    other = probe.untrained_policy(cfg).state_dict()
+    other = initial_policy(cfg)[1].state_dict()
     assert not all(torch.equal(ours[k], other[k]) for k in ours)  # the seed matters
 
     out = tmp_path / "probe.json"

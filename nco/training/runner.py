@@ -103,19 +103,26 @@ def expert_data(path: str, env: Env) -> tuple[Batch, torch.Tensor]:
     return problem.read_expert(Path(path))
 
 
+def initial_policy(cfg: DictConfig) -> tuple[Env, torch.nn.Module]:
+    """The run's env and its policy before the first step: seeded with `cfg.seed`, built, and
+    loaded from `init_checkpoint` when set. Probes that replay a run start from the same weights."""
+    L.seed_everything(int(cfg.seed), verbose=False)
+    env = instantiate(cfg.problem.env)
+    policy = instantiate(cfg.model)
+    if cfg.get("init_checkpoint"):
+        policy.load_state_dict(checkpoint.load(cfg.init_checkpoint).policy.state_dict())
+    return env, policy
+
+
 def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, TrajectoryDataModule]:
     """Trainer, module and DataModule (holding the sampler) for a composed train config."""
-    L.seed_everything(int(cfg.seed), verbose=False)
     out = Path(cfg.out_dir)
     tcfg = cfg.training
     model_cfg = to_dict(cfg.model, "model")
     problem_cfg = to_dict(cfg.problem, "problem")
     registry.check_pair(model_cfg, problem_cfg["env"], "train config")
     search_cfg = to_dict(cfg.search, "search")
-    env = instantiate(cfg.problem.env)
-    policy = instantiate(cfg.model)
-    if cfg.get("init_checkpoint"):
-        policy.load_state_dict(checkpoint.load(cfg.init_checkpoint).policy.state_dict())
+    env, policy = initial_policy(cfg)
     val_instances, val_refs = validation_set(cfg, env)
     sampler: Sampler | None = None
     expert = None
