@@ -9,8 +9,9 @@
 #   bash scripts/jssp_cells.sh /tmp/jssp_e51.pt epoch51 sbs16:50x20 beam16:50x20 greedy:all
 # Methods and groups are those of scripts/jssp_table2.py. RESULTS (default
 # data/results/jssp_cpu), LIMIT (first N instances per group), CHUNK, LABEL (the outputs'
-# `checkpoint` field, e.g. the shipped file a copy was made of; default the checkpoint path) and
-# PYTHON override.
+# `checkpoint` field, e.g. the shipped file a copy was made of; default the checkpoint path),
+# SEED and REPEATS (the stochastic rows' first seed and runs; more repeats of a cell go to another
+# tag, e.g. SEED=1235 REPEATS=4 ... epoch51_s1235, and --merge joins them) and PYTHON override.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage="usage: $0 <checkpoint> <tag> <method>:<group|all>..."
@@ -51,6 +52,6 @@ for spec in "$@"; do
     echo "$(date -u +%H:%M:%S) $method on $group -> $out"
     "$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device cpu --out "$out" \
         "${groups[@]}" --methods "$method" --chunk "${CHUNK:-1}" ${LIMIT:+--limit "$LIMIT"} \
-        ${LABEL:+--label "$LABEL"}
+        ${LABEL:+--label "$LABEL"} ${SEED:+--seed "$SEED"} ${REPEATS:+--repeats "$REPEATS"}
 done
 echo "$(date -u +%H:%M:%S) cells of $TAG done"

@@ -252,8 +252,34 @@ def baseline_rows(paths: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
     return rows
 
 
+def joined_repeats(
+    label: str, group: str, old: dict[str, Any], new: dict[str, Any]
+) -> dict[str, Any]:
+    """One stochastic cell from two files' runs of other seeds (repeats run apart, e.g. over
+    sessions): the runs together, their mean gap and mean time, both files named."""
+    seeds = [run["seed"] for run in old["runs"] + new["runs"]]
+    if label not in {METHODS[m][0] for m in STOCHASTIC} or len(set(seeds)) < len(seeds):
+        raise ValueError(
+            f"jssp_table2: {label} on {group} is in two --merge files ({old['source']}, "
+            f"{new['source']}); only a stochastic row's runs of different seeds join."
+        )
+    if any(run["names"] != old["runs"][0]["names"] for run in new["runs"]):
+        raise ValueError(
+            f"jssp_table2: {label} on {group}: {new['source']} ran other instances than "
+            f"{old['source']}."
+        )
+    runs = sorted(old["runs"] + new["runs"], key=lambda run: run["seed"])
+    return {
+        "gap": float(np.mean([run["mean_gap"] for run in runs])),
+        "time_s": float(np.mean([run["wall_time_s"] for run in runs])),
+        "runs": runs,
+        "source": f"{old['source']}, {new['source']}",
+    }
+
+
 def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """Rows of earlier outputs of this script for `checkpoint`, each cell naming its file."""
+    """Rows of earlier outputs of this script for `checkpoint`, each cell naming its file(s);
+    a stochastic cell in several files joins their runs (`joined_repeats`)."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
@@ -265,10 +291,12 @@ def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[s
                 f"expected {checkpoint!r}."
             )
         for label, row in data["table"].items():
+            cells = rows.setdefault(label, {})
             for group, value in row.items():
-                if group in rows.get(label, {}):
-                    raise ValueError(f"jssp_table2: {label} on {group} is in two --merge files.")
-                rows.setdefault(label, {})[group] = {**value, "source": path}
+                value = {**value, "source": path}
+                cells[group] = (
+                    joined_repeats(label, group, cells[group], value) if group in cells else value
+                )
     return rows
 
 
@@ -295,13 +323,19 @@ def time_text(value: dict[str, Any]) -> str:
     return fmt_time(value["time_s"]) if "time_s" in value else str(value["time"])
 
 
+def gap_text(value: dict[str, Any]) -> str:
+    """A cell's gap, with the number of runs behind it when it is a mean of repeats."""
+    runs = len(value.get("runs", []))
+    return f"{value['gap']:.1f}%" + (f" (mean of {runs})" if runs > 1 else "")
+
+
 def markdown(table: dict[str, dict[str, dict[str, Any]]], groups: list[str]) -> str:
     """The table in the paper's layout: one row per method, Gap and Time per group."""
     head = "| Method | " + " | ".join(f"{g} Gap | {g} Time" for g in groups) + " |"
     lines = [head, "|---|" + "---:|---:|" * len(groups)]
     for label, row in table.items():
         cells = [
-            f"{row[g]['gap']:.1f}% | {time_text(row[g])}" if g in row else "- | -" for g in groups
+            f"{gap_text(row[g])} | {time_text(row[g])}" if g in row else "- | -" for g in groups
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from hydra import compose, initialize_config_dir
@@ -205,14 +206,18 @@ def test_key_value_tokens_name_options_only() -> None:
         script.parse_args(["checkpoint=x.pt", "out=y", "colour=red"])
 
 
-def run_cells(*args: str, results: Path, label: str = "") -> subprocess.CompletedProcess[str]:
-    """scripts/jssp_cells.sh with this interpreter, first instance of each group only."""
+def run_cells(
+    *args: str, results: Path, label: str = "", **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """scripts/jssp_cells.sh with this interpreter, first instance of each group only; `extra`
+    are more environment variables (SEED, REPEATS)."""
     env = {
         **os.environ,
         "PYTHON": sys.executable,
         "RESULTS": str(results),
         "LIMIT": "1",
         "LABEL": label,
+        **extra,
     }
     return subprocess.run(
         ["bash", str(ROOT / "scripts/jssp_cells.sh"), *args],
@@ -248,6 +253,12 @@ def test_cells_script_runs_skips_and_rejects(tiny_checkpoint: Path, tmp_path: Pa
     assert not (tmp_path / "taillard_beam16_20x15_t.json").exists()
     missing = run_cells(str(tmp_path / "none.pt"), "t", "greedy:15x15", results=tmp_path)
     assert missing.returncode == 2 and "none.pt" in missing.stderr
+    more = run_cells(
+        str(tiny_checkpoint), "s1240", "sbs16:15x15", results=tmp_path, SEED="1240", REPEATS="2"
+    )
+    assert more.returncode == 0, more.stderr
+    runs = json.loads((tmp_path / "taillard_sbs16_15x15_s1240.json").read_text())["table"]
+    assert [run["seed"] for run in runs["SBS 16, p=0.8"]["15x15"]["runs"]] == [1240, 1241]
 
 
 def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None:
@@ -277,6 +288,27 @@ def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None
     (tmp_path / "other.json").write_text('{"problem": "jssp"}')
     with pytest.raises(ValueError, match="no output of this script"):
         script.merged_rows([str(tmp_path / "other.json")], str(tiny_checkpoint))
+
+
+def test_merge_joins_repeats_of_other_seeds(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """Repeats of a stochastic cell run apart (other seeds, other files) join into one cell of
+    their mean; the same seed twice, or other instances, are refused."""
+    script = load_script("jssp_table2")
+    common = [f"checkpoint={tiny_checkpoint}", "--groups", "15x15", "--methods", "sbs16"]
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    script.main([*common, "--limit", "2", f"out={a}"])
+    script.main([*common, "--limit", "2", f"out={b}", "--seed", "1235", "--repeats", "2"])
+    script.main([*common, "--limit", "1", f"out={c}", "--seed", "1240"])
+    joined = script.merged_rows([f"{a}.json", f"{b}.json"], str(tiny_checkpoint))
+    cell = joined["SBS 16, p=0.8"]["15x15"]
+    assert [run["seed"] for run in cell["runs"]] == [1234, 1235, 1236]
+    assert cell["gap"] == pytest.approx(np.mean([run["mean_gap"] for run in cell["runs"]]))
+    assert cell["source"] == f"{a}.json, {b}.json"
+    assert "(mean of 3)" in script.markdown(joined, ["15x15"])
+    with pytest.raises(ValueError, match="two --merge files"):
+        script.merged_rows([f"{a}.json", f"{b}.json", f"{a}.json"], str(tiny_checkpoint))
+    with pytest.raises(ValueError, match="other instances"):
+        script.merged_rows([f"{a}.json", f"{c}.json"], str(tiny_checkpoint))
 
 
 def compose_train(overrides: list[str]):
