@@ -220,10 +220,8 @@ def compose_cell(
 
 def cell(runs: list[Results]) -> dict[str, Any]:
     """Mean gap (percent) and mean group time over repeated runs, plus the runs themselves."""
-    return {
-        "gap": float(np.mean([r.mean_gap for r in runs])),
-        "time_s": float(np.mean([r.wall_time_s for r in runs])),
-        "runs": [
+    return summary(
+        [
             {
                 "seed": r.info.get("seed"),
                 "names": r.names,
@@ -234,7 +232,16 @@ def cell(runs: list[Results]) -> dict[str, Any]:
                 "wall_time_s": r.wall_time_s,
             }
             for r in runs
-        ],
+        ]
+    )
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A cell from its runs' records: their mean gap and mean time, and the records."""
+    return {
+        "gap": float(np.mean([run["mean_gap"] for run in runs])),
+        "time_s": float(np.mean([run["wall_time_s"] for run in runs])),
+        "runs": runs,
     }
 
 
@@ -269,12 +276,7 @@ def joined_repeats(
             f"{old['source']}."
         )
     runs = sorted(old["runs"] + new["runs"], key=lambda run: run["seed"])
-    return {
-        "gap": float(np.mean([run["mean_gap"] for run in runs])),
-        "time_s": float(np.mean([run["wall_time_s"] for run in runs])),
-        "runs": runs,
-        "source": f"{old['source']}, {new['source']}",
-    }
+    return {**summary(runs), "source": f"{old['source']}, {new['source']}"}
 
 
 def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[str, Any]]]:
