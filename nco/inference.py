@@ -74,8 +74,14 @@ def search_config(search: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def describe_search(search: Mapping[str, Any]) -> str:
-    """A short method label such as `gumbeldore(beam_width=32, rounds=4, ...)`."""
-    params = [f"{k}={v}" for k, v in search.items() if k not in ("method", "batch_size")]
+    """A short method label such as `gumbeldore(beam_width=32, rounds=4, ...)`; augment and
+    starts are named only where they are on (every search config holds them, at 1 and null)."""
+    off = {"augment": 1, "starts": None}
+    params = [
+        f"{k}={v}"
+        for k, v in search.items()
+        if k not in ("method", "batch_size") and not (k in off and v == off[k])
+    ]
     return f"{search['method']}({', '.join(params)})" if params else str(search["method"])
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from nco.decode import decode
+from nco.inference import describe_search
 from nco.problems.cvrp import CVRPEnv
 from nco.problems.cvrp.am_env import AMCVRPEnv
 from nco.problems.tsp import TSPEnv
@@ -121,3 +122,13 @@ def test_starts_share_one_encoding_per_instance_copy() -> None:
     assert seen == [6, 3 * 2 * 7]
     assert torch.equal(shared.actions, every.actions)
     assert torch.allclose(shared.objective, every.objective)
+
+
+def test_method_label_names_copies_only_where_they_are_on() -> None:
+    """Results and plots label a search by its parameters; augment 1 and no starts (every
+    search config's defaults) are left out, augment 8 and starts 4 are named."""
+    plain = {"method": "sbs", "beam_width": 16, "top_p": 0.8, "augment": 1, "starts": None}
+    assert describe_search(plain) == "sbs(beam_width=16, top_p=0.8)"
+    on = {**plain, "augment": 8, "starts": 4, "batch_size": 2}
+    assert describe_search(on) == "sbs(beam_width=16, top_p=0.8, augment=8, starts=4)"
+    assert describe_search({"method": "greedy", "augment": 1, "starts": None}) == "greedy"

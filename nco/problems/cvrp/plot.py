@@ -45,7 +45,7 @@ def plot_routes(
     ax.scatter(depot[0], depot[1], s=220, marker="*", color="black", zorder=4, label="depot")
     ax.set_aspect("equal")
     ax.legend(loc="upper right", fontsize=7)
-    ax.set_title(title or f"{n} customers, {len(used)} routes")
+    ax.set_title(title or f"{n} customers, {len(used)} routes", wrap=True)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

@@ -67,5 +67,5 @@ def plot_game(
     ax.set_xticks(range(board_size))
     ax.set_yticks(range(board_size))
     if title is not None:
-        ax.set_title(title)
+        ax.set_title(title, wrap=True)
     return ax

@@ -41,6 +41,6 @@ def plot_gantt(
     ax.set_yticks(range(num_machines), [f"M{m}" for m in range(num_machines)])
     ax.invert_yaxis()
     ax.set_xlabel("time")
-    ax.set_title(title or f"makespan {float((s + p).max()):g}")
+    ax.set_title(title or f"makespan {float((s + p).max()):g}", wrap=True)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -51,6 +51,6 @@ def plot_tour(
             ax.annotate(str(i), (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set_aspect("equal")
     ax.legend(loc="upper right", fontsize=7)
-    ax.set_title(title or f"{n} nodes")
+    ax.set_title(title or f"{n} nodes", wrap=True)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
