@@ -11,6 +11,16 @@ FDD/MWKR, the best rule on Taillard). Printed and saved: each checkpoint's mean 
 above the rule's, and for every pair of checkpoints the mean paired difference in points with
 its standard error, which says whether a difference is more than the draw of instances.
 
+`--search` decodes with another decoder than greedy (nco-eval's `search.*` keys without the
+prefix, seeded by `--seed`), so the same checkpoint under two names, in two runs joined by
+`--with`, compares two decoder settings on the same instances:
+
+    python scripts/jssp_compare.py --checkpoints gd_s005=best.pt --sizes 15x15 --num 20 \\
+        --search method=gumbeldore beam_width=32 rounds=4 p_min=0.8 sigma=0.05 --out a.json
+    python scripts/jssp_compare.py --checkpoints gd_s02=best.pt --sizes 15x15 --num 20 \\
+        --search method=gumbeldore beam_width=32 rounds=4 p_min=0.8 sigma=0.2 --with a.json \\
+        --out b.json
+
 `--with` adds the checkpoints of earlier outputs of this script (same rule, seed, number and
 sizes) from the per-instance makespans they saved, so a new checkpoint is compared with the old
 ones by decoding only itself:
@@ -29,10 +39,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 from jssp_val_rules import rule_makespans  # scripts/ is on sys.path when run as a script
 
 from nco import checkpoint
 from nco.decode import decode
+from nco.distributed.chunks import derive_seed
+from nco.inference import describe_search, search_config
 from nco.problems.jssp.dispatching import RULES
 from nco.problems.jssp.env import JSSPEnv
 from nco.problems.jssp.generator import generate
@@ -55,14 +68,25 @@ def named(text: str) -> tuple[str, Path]:
     return (name if sep else file.stem), file
 
 
+def setting(text: str) -> tuple[str, object]:
+    """`key=value` of a search config, the value read as YAML (0.05, 32, null, true)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected key=value such as sigma=0.05")
+    return key, yaml.safe_load(value)
+
+
 Earlier = dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
 
 
-def earlier(files: list[Path], args: argparse.Namespace) -> tuple[Earlier, dict[str, str]]:
-    """Per size, the rule's makespans and each earlier checkpoint's from earlier outputs, and
-    the earlier checkpoints' files."""
+def earlier(
+    files: list[Path], args: argparse.Namespace
+) -> tuple[Earlier, dict[str, str], dict[str, str]]:
+    """Per size, the rule's makespans and each earlier checkpoint's from earlier outputs; the
+    earlier checkpoints' files and decoders (greedy in outputs from before `--search`)."""
     found: Earlier = {}
     paths: dict[str, str] = {}
+    searches: dict[str, str] = {}
     for file in files:
         try:
             old = json.loads(file.read_text())
@@ -88,7 +112,9 @@ def earlier(files: list[Path], args: argparse.Namespace) -> tuple[Earlier, dict[
                     raise SystemExit(f"--with {file}: checkpoint name {name!r} given twice")
                 costs[name] = np.asarray(entry["makespans"], float)
         paths.update(old.get("checkpoints", {}))
-    return found, paths
+        searches.update({name: "greedy" for name in old.get("checkpoints", {})})
+        searches.update(old.get("search", {}))
+    return found, paths, searches
 
 
 def main() -> None:
@@ -99,12 +125,19 @@ def main() -> None:
     parser.add_argument("--rule", default="fdd/mwkr", choices=sorted(RULES))
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--batch-size", type=int, default=100)
+    parser.add_argument(
+        "--search", type=setting, nargs="+", default=[("method", "greedy")], help="key=value..."
+    )
     parser.add_argument("--out", type=Path, required=True, help="results JSON")
     parser.add_argument(
         "--with", dest="previous", type=Path, nargs="*", default=[], help="earlier outputs"
     )
     args = parser.parse_args()
-    before, before_paths = earlier(args.previous, args)
+    try:
+        search = search_config(dict(args.search))
+    except ValueError as err:
+        parser.error(f"--search: {err}")
+    before, before_paths, before_search = earlier(args.previous, args)
     old_names = list(next(iter(before.values()), (None, {}))[1])
     names = [name for name, _ in args.checkpoints] + old_names
     if len(set(names)) != len(names):
@@ -115,6 +148,8 @@ def main() -> None:
     result: dict = {"rule": args.rule, "num": args.num, "seed": args.seed, "sizes": {}}
     result["checkpoints"] = {name: str(path) for name, path in args.checkpoints}
     result["checkpoints"].update({n: before_paths.get(n, "?") for n in old_names})
+    result["search"] = {name: describe_search(search) for name, _ in args.checkpoints}
+    result["search"].update({n: before_search.get(n, "?") for n in old_names})
     for jobs, machines in args.sizes:
         generator = torch.Generator().manual_seed(args.seed + 1000 * jobs + machines)
         instances = generate(args.num, [(jobs, machines)], generator)
@@ -127,9 +162,10 @@ def main() -> None:
         }
         for name, policy in policies.items():
             t0 = time.perf_counter()
+            decoding = torch.Generator().manual_seed(derive_seed(args.seed, jobs, machines))
             with torch.no_grad():
                 sols = decode(
-                    policy, env, instances, {"method": "greedy", "batch_size": args.batch_size}
+                    policy, env, instances, {**search, "batch_size": args.batch_size}, decoding
                 )
             cost = (-sols.objective.max(1).values).to(torch.float64).numpy()
             costs[name] = (cost, {"wall_s": round(time.perf_counter() - t0, 1)})

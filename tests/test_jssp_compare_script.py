@@ -71,3 +71,23 @@ def test_earlier_results_join_without_decoding_and_must_be_on_the_same_instances
     twice = compare(tmp_path, "--checkpoints", f"a={SMALL}", "--sizes", "6x6", "--num", "6",
                     "--with", "a.json")  # fmt: skip
     assert twice.returncode == 2 and "names must differ" in twice.stderr
+
+
+def test_search_compares_decoders_of_one_checkpoint_on_the_same_instances(tmp_path: Path) -> None:
+    """`--search` decodes with another decoder, seeded (a rerun gives the same makespans); the
+    output names each entry's decoder, and an unknown decoder is refused."""
+    greedy = compare(tmp_path, "--checkpoints", f"greedy={SMALL}", "--sizes", "6x6", "--num", "6")
+    assert greedy.returncode == 0, greedy.stderr
+    (tmp_path / "g.json").write_text((tmp_path / "c.json").read_text())
+    runs = []
+    for _ in range(2):
+        sbs = compare(tmp_path, "--checkpoints", f"sbs={SMALL}", "--sizes", "6x6", "--num", "6",
+                      "--search", "method=sbs", "beam_width=8", "--with", "g.json")  # fmt: skip
+        assert sbs.returncode == 0, sbs.stderr
+        runs.append(json.loads((tmp_path / "c.json").read_text()))
+    assert runs[0]["search"] == {"sbs": "sbs(beam_width=8)", "greedy": "greedy"}
+    row = runs[0]["sizes"]["6x6"]["checkpoints"]
+    assert row["sbs"]["makespans"] == runs[1]["sizes"]["6x6"]["checkpoints"]["sbs"]["makespans"]
+    assert row["sbs"]["makespans"] != row["greedy"]["makespans"]
+    bad = compare(tmp_path, "--checkpoints", str(SMALL), "--search", "method=nope")
+    assert bad.returncode == 2 and "unknown method 'nope'" in bad.stderr

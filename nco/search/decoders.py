@@ -22,8 +22,9 @@ def _check_positive(name: str, value: int) -> None:
 
 
 def _check_top_p(top_p: float) -> None:
-    if not 0.0 < top_p <= 1.0:
-        raise ValueError(f"Expected top_p in (0, 1], got {top_p}.")
+    number = isinstance(top_p, int | float) and not isinstance(top_p, bool)
+    if not number or not 0.0 < top_p <= 1.0:
+        raise ValueError(f"Expected top_p in (0, 1], got {top_p!r}.")
 
 
 def _to_solutions(leaves: list[Leaves]) -> Solutions:

@@ -135,12 +135,13 @@ def test_same_seed_same_result() -> None:
     [
         lambda p, e, i: beam_search(p, e, i, 0),
         lambda p, e, i: sbs(p, e, i, 2, top_p=0.0),
+        lambda p, e, i: sbs(p, e, i, 2, top_p=None),  # search.top_p=null from a command line
         lambda p, e, i: sample(p, e, i, 0),
         lambda p, e, i: sample(p, e, i, 2, temperature=0.0),
     ],
 )
 def test_bad_arguments_raise(call) -> None:
-    """Non-positive widths, empty nuclei and zero temperature are rejected."""
+    """Non-positive widths, empty or missing nuclei and zero temperature are rejected."""
     env = ToyEnv()
     with pytest.raises(ValueError):
         call(TablePolicy(), env, env.generate(1))
