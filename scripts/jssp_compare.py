@@ -76,7 +76,7 @@ def setting(text: str) -> tuple[str, object]:
     return key, yaml.safe_load(value)
 
 
-Earlier = dict[str, tuple[np.ndarray, dict[str, np.ndarray]]]
+Earlier = dict[str, tuple[np.ndarray, dict[str, tuple[np.ndarray, dict[str, object]]]]]
 
 
 def earlier(
@@ -110,7 +110,8 @@ def earlier(
             for name, entry in row["checkpoints"].items():
                 if name in costs:
                     raise SystemExit(f"--with {file}: checkpoint name {name!r} given twice")
-                costs[name] = np.asarray(entry["makespans"], float)
+                timed = {"wall_s": entry["wall_s"]} if "wall_s" in entry else {}
+                costs[name] = (np.asarray(entry["makespans"], float), {"from": "--with", **timed})
         paths.update(old.get("checkpoints", {}))
         searches.update({name: "greedy" for name in old.get("checkpoints", {})})
         searches.update(old.get("search", {}))
@@ -157,9 +158,7 @@ def main() -> None:
         old_rule, old_costs = before.get(f"{jobs}x{machines}", (rule, {}))
         if not np.array_equal(old_rule, rule):
             raise SystemExit(f"--with: the rule's makespans on {jobs}x{machines} differ from now")
-        costs: dict[str, tuple[np.ndarray, dict[str, object]]] = {
-            name: (cost, {"from": "--with"}) for name, cost in old_costs.items()
-        }
+        costs = dict(old_costs)
         for name, policy in policies.items():
             t0 = time.perf_counter()
             decoding = torch.Generator().manual_seed(derive_seed(args.seed, jobs, machines))

@@ -59,6 +59,8 @@ def test_earlier_results_join_without_decoding_and_must_be_on_the_same_instances
     assert later.returncode == 0, later.stderr
     row = json.loads((tmp_path / "c.json").read_text())["sizes"]["6x6"]
     assert row["checkpoints"]["a"]["from"] == "--with"
+    first_a = json.loads((tmp_path / "a.json").read_text())["sizes"]["6x6"]["checkpoints"]["a"]
+    assert row["checkpoints"]["a"]["wall_s"] == first_a["wall_s"]  # carried, not re-timed
     assert row["checkpoints"]["a"]["makespans"] == row["checkpoints"]["b"]["makespans"]
     assert row["pairs"] == {"b-a": {"mean_points": 0.0, "stderr": 0.0}}
     # other instances, a size the earlier run did not decode, a name given twice: refused
