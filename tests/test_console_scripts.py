@@ -133,3 +133,29 @@ def test_nco_solve_jssp_checkpoint_on_taillard_and_orlib_files(tmp_path: Path, n
     durations = instance.durations[0].numpy()
     makespan = check_schedule(durations, instance.machines[0].numpy(), np.array(ta["start_times"]))
     assert ta["cost"] == makespan and ta["problem"] == "jssp"
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "message"),
+    [
+        ("nco-solve", ["instance=bad.txt", "problem=jssp", "checkpoint=shipped:jssp"],
+         "nco-solve: bad.txt: expected 3 rows of 6 integers under '3 3'."),
+        ("nco-eval", ["checkpoint=nope.pt", "data=taillard:ta01"],
+         "nco-eval: checkpoint file nope.pt not found."),
+        ("nco-baseline", ["problem=tsp", "solver=nope", "data=d.npz"], "nco-baseline: "),
+    ],
+)  # fmt: skip
+def test_a_users_mistake_is_one_line_and_exit_status_2(
+    tmp_path: Path, name: str, args: list[str], message: str
+) -> None:
+    """A bad file, checkpoint or solver name ends the command with its message, not Hydra's
+    chained traceback; HYDRA_FULL_ERROR=1 still shows the traceback."""
+    (tmp_path / "bad.txt").write_text("3 3\n0 3 1 2 2\n0 2 2 1 1 4\n")
+    np.savez(tmp_path / "d.npz", coords=np.random.default_rng(0).uniform(size=(2, 5, 2)))
+    cmd = [str(BIN / name), *args]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert proc.stderr.startswith(message) and "Traceback" not in proc.stderr
+    full = {**ENV, "HYDRA_FULL_ERROR": "1"}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=full, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Traceback" in proc.stderr

@@ -13,13 +13,15 @@ import hydra
 from omegaconf import DictConfig
 
 from nco.baselines import run
+from nco.cli.errors import reported
 from nco.paths import CONFIG_DIR
 
 
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="baseline")
 def main(cfg: DictConfig) -> None:
     """Console entry point `nco-baseline` (Hydra key=value overrides)."""
-    run(cfg)
+    with reported("nco-baseline"):
+        run(cfg)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import hydra
 from omegaconf import DictConfig
 
 from nco.allocator import keep_freed_memory
+from nco.cli.errors import reported
 from nco.evaluation import run
 from nco.paths import CONFIG_DIR
 
@@ -23,7 +24,8 @@ from nco.paths import CONFIG_DIR
 def main(cfg: DictConfig) -> None:
     """Console entry point `nco-eval` (Hydra key=value overrides)."""
     keep_freed_memory()
-    run(cfg)
+    with reported("nco-eval"):
+        run(cfg)
 
 
 if __name__ == "__main__":

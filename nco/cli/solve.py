@@ -14,6 +14,7 @@ import hydra
 from omegaconf import DictConfig
 
 from nco.allocator import keep_freed_memory
+from nco.cli.errors import reported
 from nco.paths import CONFIG_DIR
 from nco.solving import run
 
@@ -22,7 +23,8 @@ from nco.solving import run
 def main(cfg: DictConfig) -> None:
     """Console entry point `nco-solve` (Hydra key=value overrides)."""
     keep_freed_memory()
-    run(cfg)
+    with reported("nco-solve"):
+        run(cfg)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import hydra
 from omegaconf import DictConfig
 
 from nco.allocator import keep_freed_memory
+from nco.cli.errors import reported
 from nco.paths import CONFIG_DIR
 from nco.training.runner import Preempted, run
 
@@ -34,7 +35,8 @@ def main(cfg: DictConfig) -> float | None:
     # DDP: validation metrics are computed from every rank's rows, the same on every rank
     warnings.filterwarnings("ignore", ".*sync_dist=True.*when logging on epoch level.*")
     try:
-        return run(cfg)["best_objective"]
+        with reported("nco-train"):
+            return run(cfg)["best_objective"]
     except Preempted as stop:  # SIGTERM: no traceback; 143 (128 + SIGTERM) tells the scheduler
         print(f"nco-train: {stop}", file=sys.stderr, flush=True)  # the run did not finish
         gc.freeze()  # the interpreter's final collection took 4-8 s here; the grace period is short
