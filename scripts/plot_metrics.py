@@ -5,6 +5,7 @@ name), e.g. the same training in two precisions:
 
 python scripts/plot_metrics.py outputs/<run> --metrics val/gap sample/cost --out curve.png
 python scripts/plot_metrics.py fp32.csv bf16.csv --metrics train/loss_epoch val/gap --out cmp.png
+python scripts/plot_metrics.py data/jssp_cpu/gd --from-epoch 10 --out curve.png
 """
 
 from __future__ import annotations
@@ -47,11 +48,25 @@ def main() -> None:
     parser.add_argument("runs", type=Path, nargs="+", help="run folders or metrics.csv files")
     parser.add_argument("--metrics", nargs="+", default=["val/gap"])
     parser.add_argument("--out", type=Path, default=None, help="PNG (default <run>/curve.png)")
+    parser.add_argument(
+        "--from-epoch",
+        type=int,
+        default=0,
+        help="leave out earlier epochs (an untrained first epoch flattens the rest of a curve)",
+    )
     args = parser.parse_args()
     try:
         data = {label(run): per_epoch(metrics_path(run), args.metrics) for run in args.runs}
     except ValueError as error:
         parser.error(str(error))
+    data = {
+        name: {
+            m: {e: v for e, v in per.items() if e >= args.from_epoch} for m, per in values.items()
+        }
+        for name, values in data.items()
+    }
+    if not any(per for values in data.values() for per in values.values()):
+        parser.error(f"no epoch >= {args.from_epoch} in {[str(run) for run in args.runs]}")
     for name, values in data.items():
         epochs = sorted({e for per_metric in values.values() for e in per_metric})
         if len(data) > 1:

@@ -42,3 +42,15 @@ def test_missing_metric_names_the_file_and_columns(tmp_path: Path) -> None:
     result = run(str(csv), "--metrics", "val/cost", "--out", str(tmp_path / "x.png"))
     assert result.returncode != 0
     assert "run.csv" in result.stderr and "val/cost" in result.stderr
+
+
+def test_from_epoch_leaves_out_earlier_epochs(tmp_path: Path) -> None:
+    csv = write_metrics(tmp_path / "run.csv", [668.0, 12.5, 3.25])
+    out = tmp_path / "late.png"
+    result = run(str(csv), "--from-epoch", "1", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "668.0000" not in result.stdout
+    assert "12.5000" in result.stdout and "3.2500" in result.stdout
+    assert out.stat().st_size > 0
+    beyond = run(str(csv), "--from-epoch", "3", "--out", str(tmp_path / "none.png"))
+    assert beyond.returncode != 0 and "no epoch >= 3" in beyond.stderr
