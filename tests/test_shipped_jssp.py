@@ -36,3 +36,17 @@ def test_shipped_jssp_is_the_evaluated_checkpoint() -> None:
     makespans = loaded.env.cost(sols.best().objective).tolist()
     assert run["names"][:3] == ["ta01", "ta02", "ta03"]
     assert makespans == run["objectives"][:3]
+
+
+def test_manifest_gaps_are_the_table_cells() -> None:
+    """The manifest's Taillard figures are the cells of the merged Table 2 (data/results/
+    jssp_table2.json), so neither can be updated without the other."""
+    manifest = json.loads((FOLDER / "manifest.json").read_text())
+    table = json.loads((DATA_DIR.parent / "data/results/jssp_table2.json").read_text())
+    assert table["checkpoint"] == "data/checkpoints/jssp/best.pt"
+    for method, key in (
+        ("greedy", "taillard_greedy_gap_pct"),
+        ("GD 32x4, p_min=0.8", "taillard_gd32x4_p08_gap_pct"),
+    ):
+        cells = {group: round(cell["gap"], 1) for group, cell in table["table"][method].items()}
+        assert cells == manifest[key], method
