@@ -106,3 +106,23 @@ def test_a_dry_runs_timeouts_do_not_depend_on_how_long_it_took(repo: Path) -> No
     assert proc.returncode == 0, proc.stderr
     # 560 s less the 20 s reserve: 100 for the first, all of the other 440 for the second
     assert steps(proc.stdout) == [("first", 100), ("second", 440)]
+
+
+def test_the_light_plan_decodes_in_resumable_parts_then_snapshots(repo: Path) -> None:
+    before = files(repo)
+    proc = dry_run(repo, "555", "light")
+    assert proc.returncode == 0, proc.stderr
+    assert files(repo) == before
+    # 555 s less the 20 s reserve: fixed steps, the TSP100 sampling takes the rest less 40 s
+    assert steps(proc.stdout) == [
+        ("cvrp100_sample1280", 150),
+        ("cvrp100_gd32x4", 150),
+        ("cvrp100_beam16", 60),
+        ("tsp100_beam16", 60),
+        ("tsp100_sample1280", 75),
+        ("snapshot", 30),
+    ]
+    assert proc.stdout.count("scripts/eval_in_parts.py") == 5
+    assert proc.stdout.count("device=cuda progress=false") == 5
+    # the CPU's committed parts are of 500 instances: the same chunk continues them
+    assert "--chunk 500 --out data/results/light/am_tsp100_sample1280_all.json" in proc.stdout
