@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="nco-eval overrides, e.g. search=greedy")
     args = parser.parse_args()
     checkpoint = check_checkpoint(args.checkpoint, "eval_in_parts").resolve()
-    decode_in_parts(
+    if decode_in_parts(
         checkpoint,
         checkpoint_epoch(checkpoint),
         args.data,
@@ -37,8 +37,8 @@ def main() -> None:
         args.limit,
         args.chunk,
         Path.cwd(),
-    )
-    print(f"results written to {args.out}")
+    ):
+        print(f"results written to {args.out}")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,10 @@ def test_parts_merge_to_the_single_run_and_resume(tmp_path: Path) -> None:
     merged = json.loads((tmp_path / "a.json").read_text())
     assert log.count(": instances ") == 2 and merged["info"]["parts"] == 2
     assert merged["objectives"] == single and not (tmp_path / "a.parts").exists()
+    before = (tmp_path / "a.json").stat().st_mtime_ns
+    log = eval_in_parts(tmp_path, "a.json")  # rerun after the merge: nothing to decode
+    assert ": instances " not in log and "decoded already" in log
+    assert (tmp_path / "a.json").stat().st_mtime_ns == before
 
     (tmp_path / "b.parts").mkdir()  # a run interrupted after its first part
     nco_eval(tmp_path, "limit=3", "out=b.parts/000000.json")

@@ -295,6 +295,8 @@ def test_evaluate_in_parts_resumes_an_interrupted_decode_and_merges_it(
     epoch["now"] = 7
     main(ws, command)
     assert decoded == [0, 4, 8, 0, 4, 0, 4, 8]
+    main(ws, [*command, "--force"])  # a current merged file is decoded again on request
+    assert decoded == [0, 4, 8, 0, 4, 0, 4, 8, 0, 4, 8]
 
 
 def test_report_collects_test_gaps_and_flags_stale_ones(

@@ -75,16 +75,21 @@ def decode_in_parts(
     limit: int | None,
     chunk: int,
     cwd: Path,
-) -> None:
+) -> bool:
     """Decode into `out` in parts of `chunk` instances, each a results JSON in `<out>.parts/`:
     a rerun after an interruption decodes only the parts not yet written (or written from
-    a best.pt of another `epoch`). When all are there they are merged into `out` and removed."""
+    a best.pt of another `epoch`). When all are there they are merged into `out` and removed;
+    a rerun after the merge (of the same epoch and instances) decodes nothing and returns
+    False. True when `out` was written."""
     from nco.results import Results, read_results, write_results
 
     if chunk < 1:
         raise ValueError(f"chunk {chunk}: expected a number of instances >= 1.")
     total = instances_to_decode(data, limit)
     folder = out.with_suffix(".parts")
+    if not folder.exists() and is_current(out, epoch, limit):
+        print(f"{out.name}: all {total} instances decoded already (delete it to decode again)")
+        return False
     folder.mkdir(parents=True, exist_ok=True)
     files = []
     for start in range(0, total, chunk):
@@ -117,3 +122,4 @@ def decode_in_parts(
     )
     write_results(whole, out)
     shutil.rmtree(folder)
+    return True

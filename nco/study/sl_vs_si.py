@@ -568,6 +568,7 @@ def evaluate(
             if chunk:
                 if force:
                     shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
+                    out.unlink(missing_ok=True)
                 decode_in_parts(
                     folder / "best.pt",
                     epoch,
