@@ -4,7 +4,8 @@
 # cost 16.23), Gumbeldore 32x4 (sigma 0.3, as the TSP100 run) and beam 16, then on TSP100
 # beam 16 and sampling 1280 (continuing the parts the CPU committed). Each decode runs in
 # resumable parts (scripts/eval_in_parts.py) inside the checkout, so that a timeout keeps the
-# parts already done and the next window continues them; every file the window wrote there
+# parts already done and the next window continues them (a run whose merged JSON is there,
+# done on the CPU since, decodes nothing); every file the window wrote there
 # comes back as OUT_DIR/light.tgz: untar it in the checkout and commit. NCO_DEVICE (default
 # cuda), NCO_EVAL_LIMIT (first instances only) and NCO_LIGHT_DIR (default data/results/light)
 # allow a small CPU rehearsal. Sourced by gpu_window.sh (step, say, left, $PY, $OUT).
