@@ -1,12 +1,13 @@
 # The light-models plan of scripts/gpu_window.sh (issue 43, item 5): nco's decoders on the
 # imported Attention Model at N=100 over all 10,000 Kool test instances, which the 2-core CPU
-# ran on prefixes only (docs/light_models.md): on CVRP100 sampling 1280 (Kool et al. report
+# has not all finished (docs/light_models.md): on CVRP100 sampling 1280 (Kool et al. report
 # cost 16.23), Gumbeldore 32x4 (sigma 0.3, as the TSP100 run) and beam 16, then on TSP100
 # beam 16 and sampling 1280 (continuing the parts the CPU committed). Each decode runs in
 # resumable parts (scripts/eval_in_parts.py) inside the checkout, so that a timeout keeps the
 # parts already done and the next window continues them (a run whose merged JSON is there,
 # done on the CPU since, decodes nothing); every file the window wrote there
-# comes back as OUT_DIR/light.tgz: untar it in the checkout and commit. NCO_DEVICE (default
+# comes back as OUT_DIR/light.tgz: untar it in the checkout, delete the committed `.parts/` of
+# runs it merged (the tarball cannot carry their removal) and commit. NCO_DEVICE (default
 # cuda), NCO_EVAL_LIMIT (first instances only) and NCO_LIGHT_DIR (default data/results/light)
 # allow a small CPU rehearsal. Sourced by gpu_window.sh (step, say, left, $PY, $OUT).
 # shellcheck shell=bash disable=SC2154
