@@ -159,3 +159,57 @@ def test_a_users_mistake_is_one_line_and_exit_status_2(
     full = {**ENV, "HYDRA_FULL_ERROR": "1"}
     proc = subprocess.run(cmd, cwd=tmp_path, env=full, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "Traceback" in proc.stderr
+
+
+LIGHT_SHIPPED = [
+    name
+    for name in ("am_tsp100", "pomo_tsp100", "am_cvrp100", "pomo_cvrp100")
+    if (REPO / "data" / "checkpoints" / name / "best.pt").is_file()
+]
+
+
+@pytest.mark.parametrize("name", LIGHT_SHIPPED)
+def test_nco_solve_light_checkpoint_on_library_files(tmp_path: Path, name: str) -> None:
+    """A shipped AM / POMO policy solves a user's TSPLIB / CVRPLIB file, with augmentation and
+    multi-start: the tour or routes come back in the env form the checkpoint decodes (the AM's
+    start node is an action and its depot is node 0; nco-solve read them as the BQ form, a tour
+    with node 0 twice), and the cost is the file's metric of that solution, near the optimum."""
+    from nco.problems.cvrp.io import read_dataset as read_cvrp  # noqa: PLC0415
+    from nco.problems.cvrp.solvers import check_routes  # noqa: PLC0415
+    from nco.problems.tsp.io import tsplib_length  # noqa: PLC0415
+    from nco.problems.tsp.solvers import solve_lkh  # noqa: PLC0415
+
+    out = tmp_path / "s.json"
+    starts = ["search.augment=8", "search.starts=60"] if name.startswith("pomo") else []
+    rng = np.random.default_rng(5)
+    coords = rng.integers(0, 1000, size=(61, 2))
+    lines = "\n".join(f"{i + 1} {x} {y}" for i, (x, y) in enumerate(coords))
+    if "cvrp" in name:  # a Kool-like CVRP file: 60 customers, demands 1..9, capacity 50
+        demands = "\n".join(f"{i + 1} {0 if i == 0 else rng.integers(1, 10)}" for i in range(61))
+        (tmp_path / "u60.vrp").write_text(
+            "NAME : u60\nTYPE : CVRP\nDIMENSION : 61\nEDGE_WEIGHT_TYPE : EUC_2D\nCAPACITY : 50\n"
+            f"NODE_COORD_SECTION\n{lines}\nDEMAND_SECTION\n{demands}\nDEPOT_SECTION\n1\n-1\nEOF\n"
+        )
+        run("nco-solve", "instance=u60.vrp", f"checkpoint=shipped:{name}", f"out={out}",
+            "plot=false", *starts, cwd=tmp_path)  # fmt: skip
+        result = json.loads(out.read_text())
+        instance = read_cvrp(tmp_path / "u60.vrp").instance(0)
+        routes = result["routes"]
+        assert sorted(c for r in routes for c in r) == list(range(1, 61))
+        check_routes(np.asarray(instance["demands"]), int(instance["capacity"]), routes)
+        hgs = tmp_path / "hgs.json"
+        run("nco-solve", "instance=u60.vrp", "solver=hgs", "time_limit=2", f"out={hgs}",
+            "plot=false", cwd=tmp_path)  # fmt: skip
+        assert result["cost"] <= 1.12 * json.loads(hgs.read_text())["cost"]
+        return
+    (tmp_path / "u61.tsp").write_text(
+        "NAME : u61\nTYPE : TSP\nDIMENSION : 61\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+        f"NODE_COORD_SECTION\n{lines}\nEOF\n"
+    )
+    run("nco-solve", "instance=u61.tsp", f"checkpoint=shipped:{name}", f"out={out}",
+        "plot=false", *starts, cwd=tmp_path)  # fmt: skip
+    result = json.loads(out.read_text())
+    assert sorted(result["tour"]) == list(range(61))
+    assert result["cost"] == tsplib_length(coords, result["tour"], "EUC_2D")
+    best = solve_lkh({"coords": coords / 1000.0}, 5.0, 0).solution
+    assert result["cost"] <= 1.06 * tsplib_length(coords, best, "EUC_2D")

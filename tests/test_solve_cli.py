@@ -261,3 +261,23 @@ def test_nco_eval_on_a_folder_of_library_files(files, tmp_path) -> None:
     (folder / "c.vrp").write_text(TINY6_VRP)
     with pytest.raises(ValueError, match="not"):
         evaluation.run(compose_eval([f"checkpoint={files['checkpoint']}", f"data={folder}"]))
+
+
+@pytest.mark.parametrize("name", ["am_tsp100", "pomo_tsp100"])
+def test_nco_eval_and_nco_solve_read_the_am_form(files, name: str) -> None:
+    """A checkpoint of the AM's TSP form (the start node is an action) gives the same valid
+    tour's cost with nco-eval and nco-solve on a TSPLIB file; both read the actions as the
+    BQ form (node 0 prepended) before, which nco-eval raised on."""
+    from nco import evaluation
+
+    if not (CONFIGS.parent / "data" / "checkpoints" / name / "best.pt").is_file():
+        pytest.skip(f"shipped:{name} is not in this checkout")
+    solved, _ = run_solve(
+        files, name, f"instance={files['tsp']}", f"checkpoint=shipped:{name}", "plot=false"
+    )
+    assert sorted(solved["tour"]) == list(range(8))
+    out = files["root"] / f"eval_{name}.json"
+    evaluation.run(
+        compose_eval([f"checkpoint=shipped:{name}", f"data={files['tsp']}", f"out={out}"])
+    )
+    assert json.loads(out.read_text())["objectives"][0] == solved["cost"]

@@ -9,6 +9,7 @@ import torch
 from nco.problems.cvrp.augment import reverse_routes, sort_routes
 from nco.problems.cvrp.generator import check_instances
 from nco.problems.cvrp.kool_env import KoolCVRPEnv
+from nco.problems.cvrp.routes import actions_to_routes
 from nco.problems.cvrp.subproblems import sample_subproblems
 from nco.problems.cvrp.types import CVRPInstances, CVRPState
 from nco.problems.tsp.augment import random_augment
@@ -89,6 +90,10 @@ class CVRPEnv(KoolCVRPEnv[CVRPState]):
 
     def max_steps(self, instances: CVRPInstances) -> int:
         return instances.num_customers
+
+    def to_solution(self, instances: CVRPInstances, actions: list[int]) -> list[list[int]]:
+        """Routes from actions `2 (c - 1) + via` (nco.problems.cvrp.routes)."""
+        return actions_to_routes(actions)
 
     def start(self, roots: CVRPState, index: torch.Tensor) -> CVRPState:
         """Roots after driving from the depot to customer `index + 1` first."""

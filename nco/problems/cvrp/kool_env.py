@@ -4,6 +4,7 @@ capacity settings, the unit-square symmetries and one start per customer."""
 from __future__ import annotations
 
 import dataclasses
+from abc import abstractmethod
 from collections.abc import Sequence
 
 import torch
@@ -52,3 +53,8 @@ class KoolCVRPEnv(Env[CVRPInstances, S]):
     def num_starts(self, instances: CVRPInstances) -> int:
         """Distinct first customers (search.starts): every customer."""
         return instances.num_customers
+
+    @abstractmethod
+    def to_solution(self, instances: CVRPInstances, actions: list[int]) -> list[list[int]]:
+        """The routes (lists of 1-based customer ids) that one instance's decoded `actions` mean
+        in this form; `nco-solve` and `nco-eval` score and plot them."""

@@ -57,9 +57,13 @@ def read(path: Path) -> Dataset:
 
 
 def to_solution(env: Any, instances: Any, actions: list[int]) -> list[list[int]]:
-    from nco.problems.cvrp.routes import actions_to_routes
+    """The routes, as the checkpoint's env form reads its actions (BQ: `2 (c - 1) + via`;
+    AM: node ids with the depot as 0)."""
+    from nco.problems.cvrp.kool_env import KoolCVRPEnv
 
-    return actions_to_routes(actions)
+    if not isinstance(env, KoolCVRPEnv):
+        raise TypeError(f"cvrp: expected a CVRP env (KoolCVRPEnv), got {type(env).__name__}.")
+    return env.to_solution(instances, actions)
 
 
 def score(instance: Instance, routes: list[list[int]]) -> float:

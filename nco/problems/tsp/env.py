@@ -67,6 +67,10 @@ class TSPEnv(KoolTSPEnv[TSPState]):
     def max_steps(self, instances: TSPInstances) -> int:
         return instances.coords.shape[1] - 1
 
+    def to_solution(self, instances: TSPInstances, actions: list[int]) -> list[int]:
+        """The tour: node 0 (the fixed start), then the decoded nodes."""
+        return [0, *actions]
+
     def start(self, roots: TSPState, index: torch.Tensor) -> TSPState:
         """Roots whose tour starts and ends at node `index` instead of node 0 (a rotation)."""
         b, n, _ = roots.coords.shape

@@ -3,6 +3,8 @@ unit-square symmetries and one start per node; each form adds its own states and
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import torch
 
 from nco.env import Env, S
@@ -37,3 +39,8 @@ class KoolTSPEnv(Env[TSPInstances, S]):
     def num_starts(self, instances: TSPInstances) -> int:
         """Distinct start nodes of a tour (search.starts): every node."""
         return instances.coords.shape[1]
+
+    @abstractmethod
+    def to_solution(self, instances: TSPInstances, actions: list[int]) -> list[int]:
+        """The tour (a permutation of the node ids) that one instance's decoded `actions` mean in
+        this form; `nco-solve` and `nco-eval` score and plot it."""

@@ -47,8 +47,13 @@ def read(path: Path) -> Dataset:
 
 
 def to_solution(env: Any, instances: Any, actions: list[int]) -> list[int]:
-    """The tour: node 0 (the BQ env's fixed start), then the decoded nodes."""
-    return [0, *actions]
+    """The tour, as the checkpoint's env form reads its actions (BQ: node 0 first; AM: as
+    decoded)."""
+    from nco.problems.tsp.kool_env import KoolTSPEnv
+
+    if not isinstance(env, KoolTSPEnv):
+        raise TypeError(f"tsp: expected a TSP env (KoolTSPEnv), got {type(env).__name__}.")
+    return env.to_solution(instances, actions)
 
 
 def score(instance: Instance, tour: list[int]) -> float:
