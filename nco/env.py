@@ -145,6 +145,12 @@ class Env(ABC, Generic[I, S]):
         rows stay pad)."""
         raise NotImplementedError(f"{type(self).__name__} has no starts.")
 
+    def expert_actions(self, instances: I, actions: torch.Tensor) -> torch.Tensor:
+        """Expert actions Long[B, T] (pad -1) as the problem's `read_expert` gives them (the form
+        of its first env, e.g. BQ's) rewritten in this env's form, for `mode=sl`; unchanged by
+        default."""
+        return actions
+
     def validation_metrics(self, objective: torch.Tensor) -> dict[str, float]:
         """Problem-specific summaries of validation objectives, logged as `val/<name>`
         (Gomoku: wins, draws, losses); none by default."""

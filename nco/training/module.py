@@ -16,7 +16,7 @@ from nco.decode import decode
 from nco.env import Batch, Env
 from nco.policy import HasCache
 from nco.training.data import first_epoch
-from nco.training.trajectories import check_imitation, trajectory_loss
+from nco.training.trajectories import check_imitation, imitation_cross_entropy, trajectory_loss
 
 GREEDY = {"method": "greedy"}
 
@@ -28,7 +28,7 @@ def imitation_loss(
     loss of every sub-trajectory training step (also used by probes that train outside
     Lightning, so that they train exactly as nco-train does)."""
     logits = policy(states).float().masked_fill(~env.action_mask(states), float("-inf"))
-    return F.cross_entropy(logits, targets)
+    return imitation_cross_entropy(logits, targets)
 
 
 class SelfImprovementModule(L.LightningModule):

@@ -96,11 +96,13 @@ def validation_data(
 
 
 def expert_data(path: str, env: Env) -> tuple[Batch, torch.Tensor]:
-    """`sl_data`: instances and expert actions, read by the problem's `read_expert`."""
+    """`sl_data`: instances and expert actions, read by the problem's `read_expert` and
+    rewritten in `env`'s action form (`Env.expert_actions`: the AM forms differ from BQ's)."""
     problem = problem_of_env(env)
     if problem.read_expert is None:
         raise ValueError(f"sl_data={path}: problem {problem.name} has no expert-data reader.")
-    return problem.read_expert(Path(path))
+    instances, actions = problem.read_expert(Path(path))
+    return instances, env.expert_actions(instances, actions)
 
 
 def initial_policy(cfg: DictConfig) -> tuple[Env, torch.nn.Module]:

@@ -59,6 +59,23 @@ def augment_setting(value: Any) -> bool | list[int]:
     raise ValueError(f"training config: expected augment true, false or a list, got {value!r}.")
 
 
+def imitation_cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean"
+) -> torch.Tensor:
+    """Cross-entropy of masked `logits` (L, A) at the expert's `targets` Long[L]; ValueError
+    where a target is masked, whose loss would be infinite and turn the weights to NaN."""
+    masked = torch.isneginf(logits.detach().gather(1, targets.view(-1, 1))).squeeze(1)
+    if bool(masked.any()):
+        raise ValueError(
+            f"imitation: {int(masked.sum())} of {targets.numel()} expert actions are masked by "
+            "the policy or the env (logit -inf), so their loss is infinite. The expert data "
+            "and the mask disagree: an action the solver took is infeasible here, e.g. a "
+            "policy-side mask stricter than the env's (the AM CVRP's float32 capacity test: "
+            "set model.float32_capacity=false to train on exact solver routes)."
+        )
+    return F.cross_entropy(logits, targets, reduction=reduction)
+
+
 def trajectory_loss(
     policy: HasCache, env: Env, instances: Batch, actions: torch.Tensor
 ) -> torch.Tensor:
@@ -88,7 +105,7 @@ def trajectory_loss(
         target = actions[rows, t]
         logits = policy.decode(state, cache, rows).float()
         logits = logits.masked_fill(~env.action_mask(state), float("-inf"))
-        total = total + F.cross_entropy(logits, target, reduction="sum")
+        total = total + imitation_cross_entropy(logits, target, reduction="sum")
         count += rows.numel()
         with torch.no_grad():
             state = env.step(state, target)

@@ -136,6 +136,19 @@ class AMCVRPEnv(KoolCVRPEnv[AMCVRPState]):
                 routes[-1].append(int(a))
         return [r for r in routes if r]
 
+    def expert_actions(self, instances: CVRPInstances, actions: torch.Tensor) -> torch.Tensor:
+        """CVRPEnv's expert actions (`2 (c - 1) + via`, no padding) as this form's: customer ids
+        with the depot, 0, before each route but the first (pad -1 after shorter rows)."""
+        b, n = actions.shape
+        customers, via = actions // 2 + 1, actions % 2
+        via[:, 0] = 0  # the first route starts at the depot without a depot action
+        at = torch.arange(n, device=actions.device) + via.cumsum(1)  # new position of each
+        out = actions.new_full((b, n + int(via.sum(1).max())), -1)
+        out.scatter_(1, at, customers)
+        rows, cols = via.nonzero(as_tuple=True)
+        out[rows, at[rows, cols] - 1] = 0
+        return out
+
     def start(self, roots: AMCVRPState, index: torch.Tensor) -> AMCVRPState:
         """Roots after the forced first customer `index + 1` (POMO's choice)."""
         return self.step(roots, index + 1)

@@ -86,6 +86,10 @@ class AMTSPEnv(KoolTSPEnv[AMTSPState]):
         """The tour is the action sequence itself."""
         return list(actions)
 
+    def expert_actions(self, instances: TSPInstances, actions: torch.Tensor) -> torch.Tensor:
+        """TSPEnv's expert actions (the tour after node 0) as this form's: node 0 first."""
+        return torch.cat([torch.zeros_like(actions[:, :1]), actions], dim=1)
+
     def start(self, roots: AMTSPState, index: torch.Tensor) -> AMTSPState:
         """Roots after the forced first action: start `index` is node `index` (POMO's choice)."""
         return self.step(roots, index)
