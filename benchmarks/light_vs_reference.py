@@ -15,6 +15,15 @@ symmetries). Chunks are kept in `--work`, so an interrupted run continues where 
 The JSON holds both mean costs, their difference and the share of instances with the same
 best solution (tours compared up to start and direction, CVRP routes as a set) and with the
 same best cost to 1e-4.
+
+`--nco-from` takes nco's per-instance costs from a results JSON of the same checkpoint, set and
+decoder written before (e.g. `scripts/eval_in_parts.py`'s merged output, whose instances are
+in set order), so only the authors' code runs; such results JSONs keep no solutions, so the
+comparison is of costs only (`same_tour_share` null):
+
+    python benchmarks/light_vs_reference.py --model pomo --problem tsp --size 100 --mode aug8 \
+        --ref /tmp/ref/amdkd/AMDKD-POMO --nco-from data/results/light/pomo_tsp100_aug8ms_all.json \
+        --work data/results/light/ref_parts --out data/results/light/pomo_tsp100_aug8_all.json
 """
 
 from __future__ import annotations
@@ -183,6 +192,22 @@ def _nco(ckpt: Path, problem: str, arrays: dict, mode: str, size: int) -> tuple[
     return costs, tours
 
 
+def _nco_from(path: Path, problem: str, size: int, mode: str, num: int) -> list[float]:
+    """The first `num` per-instance costs of an nco results JSON, checked to be of this set and
+    decoder."""
+    data = json.loads(path.read_text())
+    search = data.get("info", {}).get("search", {})
+    want = {"augment": 8 if mode == "aug8" else 1, "starts": 1 if mode == "greedy" else size}
+    if data.get("dataset") != f"kool:{problem}{size}_test" or data["info"].get("offset"):
+        raise SystemExit(f"{path}: expected results on kool:{problem}{size}_test from instance 0.")
+    if search.get("method") != "greedy" or any(search.get(k) != v for k, v in want.items()):
+        raise SystemExit(f"{path}: expected greedy with {want}, got {search}.")
+    costs = data["objectives"]
+    if len(costs) < num:
+        raise SystemExit(f"{path}: {len(costs)} instances, fewer than --num {num}.")
+    return [float(c) for c in costs[:num]]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=("am", "pomo"), required=True)
@@ -194,14 +219,18 @@ def main() -> None:
     parser.add_argument("--ref", type=Path, required=True, help="the authors' code snapshot")
     parser.add_argument("--work", type=Path, default=Path("/tmp/light_work"))
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--nco-from", type=Path, help="nco's costs from this results JSON")
     args = parser.parse_args()
     torch.set_num_threads(1)
     src = _source(args.model, args.problem, args.size)
-    tag = f"{args.model}_{args.problem}{args.size}_{args.mode}"
+    tag = f"{args.model}_{args.problem}{args.size}_{args.mode}" + ("_ref" if args.nco_from else "")
+    given = None
+    if args.nco_from:
+        given = _nco_from(args.nco_from, args.problem, args.size, args.mode, args.num)
     work = args.work / tag
     work.mkdir(parents=True, exist_ok=True)
     ckpt = work / "nco.pt"
-    if not ckpt.exists():
+    if given is None and not ckpt.exists():
         import_reference(src, f"{args.model}_{args.problem}", ckpt, args.size)
     times = {"reference_s": 0.0, "nco_s": 0.0}
     for lo in range(0, args.num, args.chunk):
@@ -216,7 +245,10 @@ def main() -> None:
         else:
             ref = _reference_pomo(args.ref, args.problem, src, arrays, args.mode)
         mid = time.perf_counter()
-        own = _nco(ckpt, args.problem, arrays, args.mode, args.size)
+        if given is None:
+            own = _nco(ckpt, args.problem, arrays, args.mode, args.size)
+        else:  # costs only: the reference's tours are not kept either
+            ref, own = (ref[0], [None] * len(ref[0])), (given[lo:hi], [None] * len(ref[0]))
         end = time.perf_counter()
         part.write_text(
             json.dumps({"ref": ref, "nco": own, "reference_s": mid - start, "nco_s": end - mid})
@@ -230,7 +262,8 @@ def main() -> None:
         for rc, rt, oc, ot in zip(*part["ref"], *part["nco"], strict=True):
             ref_cost.append(rc)
             nco_cost.append(oc)
-            same_tour += _canonical(args.problem, rt) == _canonical(args.problem, ot)
+            if given is None:
+                same_tour += _canonical(args.problem, rt) == _canonical(args.problem, ot)
             same_cost += abs(rc - oc) < 1e-4
     n = len(ref_cost)
     result = {
@@ -244,9 +277,10 @@ def main() -> None:
         "reference_mean_cost": float(np.mean(ref_cost)),
         "nco_mean_cost": float(np.mean(nco_cost)),
         "mean_cost_difference": float(np.mean(nco_cost) - np.mean(ref_cost)),
-        "same_tour_share": same_tour / n,
+        "same_tour_share": same_tour / n if given is None else None,
         "same_cost_share": same_cost / n,
         **times,
+        "nco_from": None if args.nco_from is None else str(args.nco_from),
         "device": "cpu, 1 thread",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

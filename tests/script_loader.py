@@ -11,10 +11,11 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 BENCHMARKS = SCRIPTS.parent / "benchmarks"
 
 
-def load_script(name: str) -> ModuleType:
-    """scripts/<name>.py (benchmarks/<name>.py for a `bench_` name), as a fresh module; its
-    folder is on sys.path while it loads, as when it runs as a script (for sibling imports)."""
-    folder = BENCHMARKS if name.startswith("bench_") else SCRIPTS
+def load_script(name: str, folder: Path | None = None) -> ModuleType:
+    """scripts/<name>.py (benchmarks/<name>.py for a `bench_` name, else `folder`'s), as a fresh
+    module; its folder is on sys.path while it loads, as when it runs as a script (for sibling
+    imports)."""
+    folder = folder or (BENCHMARKS if name.startswith("bench_") else SCRIPTS)
     spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(folder))
