@@ -186,29 +186,30 @@ def test_nco_solve_light_checkpoint_on_library_files(tmp_path: Path, name: str) 
     lines = "\n".join(f"{i + 1} {x} {y}" for i, (x, y) in enumerate(coords))
     if "cvrp" in name:  # a Kool-like CVRP file: 60 customers, demands 1..9, capacity 50
         demands = "\n".join(f"{i + 1} {0 if i == 0 else rng.integers(1, 10)}" for i in range(61))
-        (tmp_path / "u60.vrp").write_text(
+        file = "u60.vrp"
+        (tmp_path / file).write_text(
             "NAME : u60\nTYPE : CVRP\nDIMENSION : 61\nEDGE_WEIGHT_TYPE : EUC_2D\nCAPACITY : 50\n"
             f"NODE_COORD_SECTION\n{lines}\nDEMAND_SECTION\n{demands}\nDEPOT_SECTION\n1\n-1\nEOF\n"
         )
-        run("nco-solve", "instance=u60.vrp", f"checkpoint=shipped:{name}", f"out={out}",
-            "plot=false", *starts, cwd=tmp_path)  # fmt: skip
-        result = json.loads(out.read_text())
-        instance = read_cvrp(tmp_path / "u60.vrp").instance(0)
+    else:
+        file = "u61.tsp"
+        (tmp_path / file).write_text(
+            "NAME : u61\nTYPE : TSP\nDIMENSION : 61\nEDGE_WEIGHT_TYPE : EUC_2D\n"
+            f"NODE_COORD_SECTION\n{lines}\nEOF\n"
+        )
+    run("nco-solve", f"instance={file}", f"checkpoint=shipped:{name}", f"out={out}",
+        "plot=false", *starts, cwd=tmp_path)  # fmt: skip
+    result = json.loads(out.read_text())
+    if "cvrp" in name:
+        instance = read_cvrp(tmp_path / file).instance(0)
         routes = result["routes"]
         assert sorted(c for r in routes for c in r) == list(range(1, 61))
         check_routes(np.asarray(instance["demands"]), int(instance["capacity"]), routes)
         hgs = tmp_path / "hgs.json"
-        run("nco-solve", "instance=u60.vrp", "solver=hgs", "time_limit=2", f"out={hgs}",
+        run("nco-solve", f"instance={file}", "solver=hgs", "time_limit=2", f"out={hgs}",
             "plot=false", cwd=tmp_path)  # fmt: skip
         assert result["cost"] <= 1.12 * json.loads(hgs.read_text())["cost"]
         return
-    (tmp_path / "u61.tsp").write_text(
-        "NAME : u61\nTYPE : TSP\nDIMENSION : 61\nEDGE_WEIGHT_TYPE : EUC_2D\n"
-        f"NODE_COORD_SECTION\n{lines}\nEOF\n"
-    )
-    run("nco-solve", "instance=u61.tsp", f"checkpoint=shipped:{name}", f"out={out}",
-        "plot=false", *starts, cwd=tmp_path)  # fmt: skip
-    result = json.loads(out.read_text())
     assert sorted(result["tour"]) == list(range(61))
     assert result["cost"] == tsplib_length(coords, result["tour"], "EUC_2D")
     best = solve_lkh({"coords": coords / 1000.0}, 5.0, 0).solution
