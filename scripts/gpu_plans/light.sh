@@ -1,7 +1,7 @@
 # The light-models plan of scripts/gpu_window.sh (issue 43, item 5): nco's decoders on the
 # imported Attention Model at N=100 over all 10,000 Kool test instances (docs/light_models.md):
 # on CVRP100 sampling 1280 (Kool et al. report cost 16.23; the CPU has committed parts to
-# instance 7,999), Gumbeldore 32x4 (sigma 0.3, as the TSP100 run) and beam 16, then on TSP100
+# instance 8,999), Gumbeldore 32x4 (sigma 0.3, as the TSP100 run) and beam 16, then on TSP100
 # beam 16 and sampling 1280; all but CVRP100 sampling finished on the CPU by 2026-11-30. Each decode runs in
 # resumable parts (scripts/eval_in_parts.py) inside the checkout, so that a timeout keeps the
 # parts already done and the next window continues them (a run whose merged JSON is there,
