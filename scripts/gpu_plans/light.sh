@@ -1,8 +1,8 @@
 # The light-models plan of scripts/gpu_window.sh (issue 43, item 5): nco's decoders on the
 # imported Attention Model at N=100 over all 10,000 Kool test instances (docs/light_models.md):
-# on CVRP100 sampling 1280 (Kool et al. report cost 16.23; the CPU has committed parts to
-# instance 8,999), Gumbeldore 32x4 (sigma 0.3, as the TSP100 run) and beam 16, then on TSP100
-# beam 16 and sampling 1280; all but CVRP100 sampling finished on the CPU by 2026-11-30. Each decode runs in
+# on CVRP100 sampling 1280 (Kool et al. report cost 16.23), Gumbeldore 32x4 (sigma 0.3, as the
+# TSP100 run) and beam 16, then on TSP100 beam 16 and sampling 1280; all of them finished on the
+# CPU by 2026-12-02, so a window decodes only the runs whose merged JSON was deleted. Each decode runs in
 # resumable parts (scripts/eval_in_parts.py) inside the checkout, so that a timeout keeps the
 # parts already done and the next window continues them (a run whose merged JSON is there,
 # done on the CPU since, decodes nothing); every file the window wrote there
