@@ -6,8 +6,7 @@
 # The validation references are cached inside the run folder, so every resume validates against
 # the same CP-SAT makespans; a new arm starts from the GD run's cached references, so the arms'
 # gaps compare. Commit the folder (metrics, best.pt, last.ckpt) to keep progress across machines.
-# Further arguments are Hydra overrides for nco-train; the GD run continues past the paper's 100
-# epochs with `trainer.max_epochs=200` (configs/experiment/jssp_cpu.yaml says why).
+# Further arguments are Hydra overrides for nco-train (pass the same ones on every rerun).
 #   bash scripts/jssp_cpu_run.sh [gd|wor] [override...]    # PYTHON=... to pick another interpreter
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
