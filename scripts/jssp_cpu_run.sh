@@ -6,12 +6,10 @@
 # The validation references are cached inside the run folder, so every resume validates against
 # the same CP-SAT makespans; a new arm starts from the GD run's cached references, so the arms'
 # gaps compare. Commit the folder (metrics, best.pt, last.ckpt) to keep progress across machines.
-# Further arguments are Hydra overrides for nco-train (pass the same ones on every rerun).
-#   bash scripts/jssp_cpu_run.sh [gd|wor] [override...]    # PYTHON=... to pick another interpreter
+#   bash scripts/jssp_cpu_run.sh [gd|wor]    # PYTHON=... to pick another interpreter
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 ARM="${1:-gd}"
-shift $(( $# > 0 ? 1 : 0 ))
 case "$ARM" in
     gd) EXPERIMENT=jssp_cpu ;;
     wor) EXPERIMENT=jssp_cpu_wor ;;
@@ -30,7 +28,7 @@ if [[ ! -d "$RUN/cache/references" && -d "$ROOT/data/jssp_cpu/gd/cache/reference
 fi
 cd "$ROOT"
 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NCO_CACHE_DIR="$RUN/cache" \
-    setsid nohup "$PYTHON" -m nco.cli.train experiment="$EXPERIMENT" hydra.run.dir="$RUN" "$@" \
+    setsid nohup "$PYTHON" -m nco.cli.train experiment="$EXPERIMENT" hydra.run.dir="$RUN" \
     >> "$RUN/train.log" 2>&1 < /dev/null &
 echo $! > "$RUN/pid"
 echo "jssp_cpu_$ARM started (pid $!); log: $RUN/train.log"
