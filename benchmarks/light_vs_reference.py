@@ -19,11 +19,15 @@ same best cost to 1e-4.
 `--nco-from` takes nco's per-instance costs from a results JSON of the same checkpoint, set and
 decoder written before (e.g. `scripts/eval_in_parts.py`'s merged output, whose instances are
 in set order), so only the authors' code runs; such results JSONs keep no solutions, so the
-comparison is of costs only (`same_tour_share` null):
+comparison is of costs only (`same_tour_share` null). The instances whose best costs differ by
+1e-4 or more are listed in the JSON (`differing`); `--recheck` decodes each of them again with
+both codes on this CPU, to tell a difference of the two codes from one of the devices the given
+costs were decoded on:
 
     python benchmarks/light_vs_reference.py --model pomo --problem tsp --size 100 --mode aug8 \
         --ref /tmp/ref/amdkd/AMDKD-POMO --nco-from data/results/light/pomo_tsp100_aug8ms_all.json \
-        --work data/results/light/ref_parts --out data/results/light/pomo_tsp100_aug8_all.json
+        --work data/results/light/ref_parts --out data/results/light/pomo_tsp100_aug8_all.json \
+        --recheck
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from nco.decode import decode
 from nco.importing import import_reference
 from nco.inference import to_instances
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "models"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "models"
 AM_FILES = {"tsp": "am/tsp_{n}/epoch-99.pt", "cvrp": "am/cvrp_{n}/epoch-99.pt"}
 POMO_FILES = {
     "tsp": "pomo_amdkd/checkpoint-tsp-{n}.pt",
@@ -156,6 +161,13 @@ def _reference_pomo(ref: Path, problem: str, src: Path, arrays: dict, mode: str)
     return best.values.tolist(), tours
 
 
+def _reference(args: argparse.Namespace, src: Path, arrays: dict) -> tuple[list, list]:
+    """The authors' best costs and solutions of these instances, for the model asked for."""
+    if args.model == "am":
+        return _reference_am(args.ref, args.problem, src, arrays)
+    return _reference_pomo(args.ref, args.problem, src, arrays, args.mode)
+
+
 def _canonical(problem: str, tour: list[int]) -> tuple:
     """A solution independent of where a tour starts and which way it runs (multi-start finds
     the same tour from several starts): TSP from node 0 in the direction of its smaller
@@ -192,9 +204,9 @@ def _nco(ckpt: Path, problem: str, arrays: dict, mode: str, size: int) -> tuple[
     return costs, tours
 
 
-def _nco_from(path: Path, problem: str, size: int, mode: str, num: int) -> list[float]:
+def _nco_from(path: Path, problem: str, size: int, mode: str, num: int) -> tuple[list, Path]:
     """The first `num` per-instance costs of an nco results JSON, checked to be of this set and
-    decoder."""
+    decoder, and the checkpoint they were decoded with."""
     data = json.loads(path.read_text())
     search = data.get("info", {}).get("search", {})
     want = {"augment": 8 if mode == "aug8" else 1, "starts": 1 if mode == "greedy" else size}
@@ -203,9 +215,11 @@ def _nco_from(path: Path, problem: str, size: int, mode: str, num: int) -> list[
     if search.get("method") != "greedy" or any(search.get(k) != v for k, v in want.items()):
         raise SystemExit(f"{path}: expected greedy with {want}, got {search}.")
     costs = data["objectives"]
+    if not data["info"].get("checkpoint"):
+        raise SystemExit(f"{path}: expected info.checkpoint, the file the costs were decoded with.")
     if len(costs) < num:
         raise SystemExit(f"{path}: {len(costs)} instances, fewer than --num {num}.")
-    return [float(c) for c in costs[:num]]
+    return [float(c) for c in costs[:num]], ROOT / data["info"]["checkpoint"]
 
 
 def main() -> None:
@@ -220,17 +234,19 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/light_work"))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--nco-from", type=Path, help="nco's costs from this results JSON")
+    parser.add_argument(
+        "--recheck", action="store_true", help="decode the differing instances again, both codes"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     src = _source(args.model, args.problem, args.size)
     tag = f"{args.model}_{args.problem}{args.size}_{args.mode}" + ("_ref" if args.nco_from else "")
-    given = None
-    if args.nco_from:
-        given = _nco_from(args.nco_from, args.problem, args.size, args.mode, args.num)
     work = args.work / tag
     work.mkdir(parents=True, exist_ok=True)
-    ckpt = work / "nco.pt"
-    if given is None and not ckpt.exists():
+    given, ckpt = None, work / "nco.pt"
+    if args.nco_from:  # a recheck decodes with the file the given costs came from
+        given, ckpt = _nco_from(args.nco_from, args.problem, args.size, args.mode, args.num)
+    elif not ckpt.exists():
         import_reference(src, f"{args.model}_{args.problem}", ckpt, args.size)
     times = {"reference_s": 0.0, "nco_s": 0.0}
     for lo in range(0, args.num, args.chunk):
@@ -240,10 +256,7 @@ def main() -> None:
             continue
         arrays = _arrays(args.problem, args.size, lo, hi)
         start = time.perf_counter()
-        if args.model == "am":
-            ref = _reference_am(args.ref, args.problem, src, arrays)
-        else:
-            ref = _reference_pomo(args.ref, args.problem, src, arrays, args.mode)
+        ref = _reference(args, src, arrays)
         mid = time.perf_counter()
         if given is None:
             own = _nco(ckpt, args.problem, arrays, args.mode, args.size)
@@ -254,7 +267,7 @@ def main() -> None:
             json.dumps({"ref": ref, "nco": own, "reference_s": mid - start, "nco_s": end - mid})
         )
         print(f"{tag}: {hi}/{args.num}", flush=True)
-    ref_cost, nco_cost, same_tour, same_cost = [], [], 0, 0
+    ref_cost, nco_cost, same_tour, same_cost, differing = [], [], 0, 0, []
     for lo in range(0, args.num, args.chunk):
         part = json.loads((work / f"{lo}_{min(lo + args.chunk, args.num)}.json").read_text())
         times["reference_s"] += part["reference_s"]
@@ -264,7 +277,14 @@ def main() -> None:
             nco_cost.append(oc)
             if given is None:
                 same_tour += _canonical(args.problem, rt) == _canonical(args.problem, ot)
-            same_cost += abs(rc - oc) < 1e-4
+            if abs(rc - oc) < 1e-4:
+                same_cost += 1
+            else:
+                differing.append({"index": len(ref_cost) - 1, "reference": rc, "nco": oc})
+    for row in differing if args.recheck else []:
+        arrays = _arrays(args.problem, args.size, row["index"], row["index"] + 1)
+        row["reference_again"] = _reference(args, src, arrays)[0][0]
+        row["nco_this_cpu"] = _nco(ckpt, args.problem, arrays, args.mode, args.size)[0][0]
     n = len(ref_cost)
     result = {
         "model": args.model,
@@ -279,6 +299,7 @@ def main() -> None:
         "mean_cost_difference": float(np.mean(nco_cost) - np.mean(ref_cost)),
         "same_tour_share": same_tour / n if given is None else None,
         "same_cost_share": same_cost / n,
+        "differing": differing,
         **times,
         "nco_from": None if args.nco_from is None else str(args.nco_from),
         "device": "cpu, 1 thread",

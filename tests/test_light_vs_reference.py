@@ -16,10 +16,14 @@ def results(path: Path, **change) -> Path:
     data = {
         "dataset": "kool:tsp100_test",
         "objectives": [7.5, 7.9, 8.1],
-        "info": {"search": {"method": "greedy", "augment": 8, "starts": 100}, "offset": 0},
+        "info": {
+            "search": {"method": "greedy", "augment": 8, "starts": 100},
+            "offset": 0,
+            "checkpoint": "data/checkpoints/pomo_tsp100/best.pt",
+        },
     }
     for key, value in change.items():
-        if key in ("search", "offset"):
+        if key in ("search", "offset", "checkpoint"):
             data["info"][key] = value
         else:
             data[key] = value
@@ -29,7 +33,9 @@ def results(path: Path, **change) -> Path:
 
 def test_costs_of_the_same_set_and_decoder(tmp_path: Path) -> None:
     bench = load_script("light_vs_reference", BENCHMARKS)
-    assert bench._nco_from(results(tmp_path / "r.json"), "tsp", 100, "aug8", 2) == [7.5, 7.9]
+    costs, ckpt = bench._nco_from(results(tmp_path / "r.json"), "tsp", 100, "aug8", 2)
+    assert costs == [7.5, 7.9]
+    assert ckpt == bench.ROOT / "data/checkpoints/pomo_tsp100/best.pt"  # what a recheck decodes
 
 
 @pytest.mark.parametrize(
@@ -40,6 +46,7 @@ def test_costs_of_the_same_set_and_decoder(tmp_path: Path) -> None:
         ({}, "multistart", 3, "expected greedy with"),
         ({"search": {"method": "beam", "augment": 8, "starts": 100}}, "aug8", 3, "greedy with"),
         ({}, "aug8", 4, "fewer than --num 4"),
+        ({"checkpoint": None}, "aug8", 3, "expected info.checkpoint"),
     ],
 )
 def test_other_results_are_refused(tmp_path: Path, change, mode, num, message) -> None:
