@@ -75,6 +75,7 @@ def test_the_table2_plan_takes_its_cells_from_the_environment(repo: Path) -> Non
     proc = dry_run(repo, "300", "table2", env=env)
     assert steps(proc.stdout) == [("table2", 280)]
     assert "--methods greedy beam16 --groups 20x20 --repeats 5 --device cuda" in proc.stdout
+    assert "checkpoint=data/checkpoints/jssp/best.pt" in proc.stdout  # the shipped policy
 
 
 def test_an_unknown_plan_or_a_bad_budget_is_refused(repo: Path) -> None:
