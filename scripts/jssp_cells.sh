@@ -11,7 +11,8 @@
 # data/results/jssp_cpu), LIMIT (first N instances per group), CHUNK, LABEL (the outputs'
 # `checkpoint` field, e.g. the shipped file a copy was made of; default the checkpoint path),
 # SEED and REPEATS (the stochastic rows' first seed and runs; more repeats of a cell go to another
-# tag, e.g. SEED=1235 REPEATS=4 ... epoch51_s1235, and --merge joins them) and PYTHON override.
+# tag, e.g. SEED=1235 REPEATS=4 ... epoch51_s1235, and --merge joins them), DEVICE (default cpu;
+# the `table2` GPU plan sets cuda) and PYTHON override.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage="usage: $0 <checkpoint> <tag> <method>:<group|all>..."
@@ -50,7 +51,7 @@ for spec in "$@"; do
         continue
     fi
     echo "$(date -u +%H:%M:%S) $method on $group -> $out"
-    "$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device cpu --out "$out" \
+    "$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device "${DEVICE:-cpu}" --out "$out" \
         "${groups[@]}" --methods "$method" --chunk "${CHUNK:-1}" ${LIMIT:+--limit "$LIMIT"} \
         ${LABEL:+--label "$LABEL"} ${SEED:+--seed "$SEED"} ${REPEATS:+--repeats "$REPEATS"}
 done

@@ -70,12 +70,33 @@ def test_the_runs_plan_passes_extra_training_overrides(repo: Path) -> None:
     assert "trainer.enable_progress_bar=false training.instances_per_epoch=32 seed=3" in proc.stdout
 
 
-def test_the_table2_plan_takes_its_cells_from_the_environment(repo: Path) -> None:
-    env = {**os.environ, "NCO_METHODS": "greedy beam16", "NCO_GROUPS": "20x20", "NCO_REPEATS": "5"}
+def test_the_table2_plan_decodes_its_cells_in_parts_then_snapshots(repo: Path) -> None:
+    env = {
+        **os.environ,
+        "NCO_METHODS": "greedy gd32x4",
+        "NCO_GROUPS": "20x20 100x20",
+        "NCO_REPEATS": "4",
+        "NCO_SEED": "1235",
+        "NCO_TAG": "epoch99_s1235",
+    }
     proc = dry_run(repo, "300", "table2", env=env)
-    assert steps(proc.stdout) == [("table2", 280)]
-    assert "--methods greedy beam16 --groups 20x20 --repeats 5 --device cuda" in proc.stdout
-    assert "checkpoint=data/checkpoints/jssp/best.pt" in proc.stdout  # the shipped policy
+    assert proc.returncode == 0, proc.stderr
+    # 300 s less the 20 s reserve, less 40 s kept for the snapshot
+    assert steps(proc.stdout) == [("table2", 240), ("snapshot", 30)]
+    assert "DEVICE=cuda" in proc.stdout and "SEED=1235 REPEATS=4" in proc.stdout
+    assert (
+        "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99_s1235 greedy:20x20 "
+        "greedy:100x20 gd32x4:20x20 gd32x4:100x20"
+    ) in proc.stdout
+    assert "table2.tgz" in proc.stdout
+
+
+def test_the_table2_plan_defaults_to_the_missing_cell_of_the_shipped_policy(repo: Path) -> None:
+    proc = dry_run(repo, "300", "table2")
+    assert (
+        "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99 gd32x4:100x20" in proc.stdout
+    )
+    assert "SEED=" not in proc.stdout and "REPEATS=" not in proc.stdout
 
 
 def test_an_unknown_plan_or_a_bad_budget_is_refused(repo: Path) -> None:

@@ -1,11 +1,25 @@
-# The Table 2 plan of scripts/gpu_window.sh: the JSSP decoders of the paper's Table 2 on Taillard
-# groups with a checkpoint, on the GPU (scripts/jssp_table2.py --device cuda), into
-# OUT_DIR/table2.{md,json}. NCO_CHECKPOINT (default the shipped data/checkpoints/jssp/best.pt,
-# which Table 2 reports; the CPU run's data/jssp_cpu/gd/best.pt is a candidate), NCO_METHODS
-# (default gd32x4), NCO_GROUPS (default 15x15) and NCO_REPEATS (default 1) choose the cells.
-# Sourced by gpu_window.sh, which defines step, $PY and $OUT.
+# The Table 2 plan of scripts/gpu_window.sh: cells of the paper's Table 2 for a JSSP checkpoint
+# on Taillard, decoded on the GPU by scripts/jssp_cells.sh (DEVICE=cuda) into the checkout's
+# data/results/jssp_cpu/taillard_<method>_<group>_<tag>.*, one instance per resumable part
+# (`<cell>.parts/`), so a window that runs out keeps the instances it finished and the next
+# window, or the CPU, continues the cell. Cells are every method of NCO_METHODS (default
+# gd32x4) on every group of NCO_GROUPS (default 100x20, the cell Table 2 still lacks) with
+# NCO_CHECKPOINT (default the shipped data/checkpoints/jssp/best.pt, which Table 2 reports),
+# NCO_TAG (default epoch99), NCO_SEED and NCO_REPEATS (the stochastic rows' first seed and runs).
+# Every file the window wrote there comes back as OUT_DIR/table2.tgz: untar it in the checkout
+# and commit. Sourced by gpu_window.sh (step, left, $PY, $OUT).
 # shellcheck shell=bash disable=SC2154
-# shellcheck disable=SC2086
-step table2 100000 "$PY" scripts/jssp_table2.py "checkpoint=${NCO_CHECKPOINT:-data/checkpoints/jssp/best.pt}" \
-    "out=$OUT/table2" --methods ${NCO_METHODS:-gd32x4} --groups ${NCO_GROUPS:-15x15} \
-    --repeats "${NCO_REPEATS:-1}" --device "${NCO_DEVICE:-cuda}"
+touch "$OUT/.table2_start" # files newer than this are the window's
+cells=()
+for method in ${NCO_METHODS:-gd32x4}; do
+    for group in ${NCO_GROUPS:-100x20}; do cells+=("$method:$group"); done
+done
+CKPT=${NCO_CHECKPOINT:-data/checkpoints/jssp/best.pt}
+GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+step table2 "$(($(left) - 40))" env DEVICE="${NCO_DEVICE:-cuda}" PYTHON="$PY" \
+    LABEL="$CKPT on ${GPU_NAME:-a GPU}" \
+    ${NCO_SEED:+SEED="$NCO_SEED"} ${NCO_REPEATS:+REPEATS="$NCO_REPEATS"} \
+    bash scripts/jssp_cells.sh "$CKPT" "${NCO_TAG:-epoch99}" "${cells[@]}"
+# shellcheck disable=SC2016
+step snapshot 30 bash -c 'find data/results/jssp_cpu -type f -newer "$1/.table2_start" -print0 \
+    | tar czf "$1/table2.tgz" --null -T -' _ "$OUT"
