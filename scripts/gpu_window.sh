@@ -71,6 +71,14 @@ step() {
     fi
 }
 
+# pack_new NAME DIR TARBALL: a step that packs every file under DIR written since the plan began
+# into OUT_DIR/TARBALL (plans that decode in resumable parts inside the checkout).
+pack_new() {
+    # shellcheck disable=SC2016
+    step "$1" 30 bash -c 'find "$1" -type f -newer "$2" -print0 | tar czf "$3" --null -T -' \
+        _ "$2" "$OUT/.plan_start" "$OUT/$3"
+}
+
 if ((!DRY)); then
     if ! nvidia-smi >/dev/null 2>&1; then
         say "no CUDA GPU here (nvidia-smi is missing or fails): nothing run"
@@ -111,6 +119,7 @@ if ((!DRY)); then
     fi
 fi
 
+touch "$OUT/.plan_start" # what pack_new packs is newer than this
 # shellcheck source=/dev/null
 source "$PLAN"
 if ((DRY)); then

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,37 @@ def test_a_dry_runs_timeouts_do_not_depend_on_how_long_it_took(repo: Path) -> No
     assert proc.returncode == 0, proc.stderr
     # 560 s less the 20 s reserve: 100 for the first, all of the other 440 for the second
     assert steps(proc.stdout) == [("first", 100), ("second", 440)]
+
+
+def test_pack_new_packs_only_the_files_the_plan_wrote(repo: Path, tmp_path: Path) -> None:
+    """A real (not dry) window on a stand-in GPU: pack_new's tarball holds the files written
+    under its folder after the plan began, not the older ones beside them."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\necho fake GPU\n")
+    (repo / ".venv/bin").mkdir(parents=True)
+    (repo / ".venv/bin/python").write_text("#!/bin/sh\necho torch fake\n")  # 'sees' a GPU
+    for script in (fake / "nvidia-smi", repo / ".venv/bin/python"):
+        script.chmod(0o755)
+    (repo / "data/cells").mkdir(parents=True)
+    (repo / "data/cells/old.json").write_text("{}")
+    os.utime(repo / "data/cells/old.json", (0, 0))
+    (repo / "scripts/gpu_plans/pack.sh").write_text(
+        "step write 30 bash -c 'echo 1 > data/cells/new.json'\n"
+        "pack_new snapshot data/cells cells.tgz\n"
+    )
+    out = repo.parent / "out"
+    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        ["bash", "scripts/gpu_window.sh", str(out), "200", "pack"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with tarfile.open(out / "cells.tgz") as tar:
+        assert tar.getnames() == ["data/cells/new.json"]
 
 
 def test_the_light_plan_decodes_in_resumable_parts_then_snapshots(repo: Path) -> None:

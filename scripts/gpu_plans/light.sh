@@ -9,11 +9,10 @@
 # comes back as OUT_DIR/light.tgz: untar it in the checkout, delete the committed `.parts/` of
 # runs it merged (the tarball cannot carry their removal) and commit. NCO_DEVICE (default
 # cuda), NCO_EVAL_LIMIT (first instances only) and NCO_LIGHT_DIR (default data/results/light)
-# allow a small CPU rehearsal. Sourced by gpu_window.sh (step, say, left, $PY, $OUT).
+# allow a small CPU rehearsal. Sourced by gpu_window.sh (step, pack_new, left, $PY, $OUT).
 # shellcheck shell=bash disable=SC2154
 DEV=${NCO_DEVICE:-cuda}
 DIR=${NCO_LIGHT_DIR:-data/results/light}
-touch "$OUT/.light_start" # files newer than this are the window's
 
 # decode NAME MAX_S CHECKPOINT DATA CHUNK OUT_NAME OVERRIDES...: one all-instances run in parts
 decode() {
@@ -35,6 +34,4 @@ decode tsp100_beam16 60 shipped:am_tsp100 kool:tsp100_test 2500 \
     am_tsp100_beam16_all.json search=beam batch_size=500
 decode tsp100_sample1280 "$(($(left) - 40))" shipped:am_tsp100 kool:tsp100_test 500 \
     am_tsp100_sample1280_all.json search=sample search.num_samples=1280 batch_size=50
-# shellcheck disable=SC2016
-step snapshot 30 bash -c 'find "$1" -type f -newer "$2/.light_start" -print0 \
-    | tar czf "$2/light.tgz" --null -T -' _ "$DIR" "$OUT"
+pack_new snapshot "$DIR" light.tgz

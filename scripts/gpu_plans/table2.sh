@@ -7,9 +7,8 @@
 # NCO_CHECKPOINT (default the shipped data/checkpoints/jssp/best.pt, which Table 2 reports),
 # NCO_TAG (default epoch99), NCO_SEED and NCO_REPEATS (the stochastic rows' first seed and runs).
 # Every file the window wrote there comes back as OUT_DIR/table2.tgz: untar it in the checkout
-# and commit. Sourced by gpu_window.sh (step, left, $PY, $OUT).
+# and commit. Sourced by gpu_window.sh (step, pack_new, left, $PY, $OUT).
 # shellcheck shell=bash disable=SC2154
-touch "$OUT/.table2_start" # files newer than this are the window's
 cells=()
 for method in ${NCO_METHODS:-gd32x4}; do
     for group in ${NCO_GROUPS:-100x20}; do cells+=("$method:$group"); done
@@ -20,6 +19,4 @@ step table2 "$(($(left) - 40))" env DEVICE="${NCO_DEVICE:-cuda}" PYTHON="$PY" \
     LABEL="$CKPT on ${GPU_NAME:-a GPU}" \
     ${NCO_SEED:+SEED="$NCO_SEED"} ${NCO_REPEATS:+REPEATS="$NCO_REPEATS"} \
     bash scripts/jssp_cells.sh "$CKPT" "${NCO_TAG:-epoch99}" "${cells[@]}"
-# shellcheck disable=SC2016
-step snapshot 30 bash -c 'find data/results/jssp_cpu -type f -newer "$1/.table2_start" -print0 \
-    | tar czf "$1/table2.tgz" --null -T -' _ "$OUT"
+pack_new snapshot data/results/jssp_cpu table2.tgz
