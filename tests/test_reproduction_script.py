@@ -621,6 +621,7 @@ def test_finetune_starts_from_a_copy_of_its_checkpoint_and_resumes_only_like_wit
         ("finetune-b1024", "--batch-size 1024", "training.batch_size=1024", "epoch"),
         ("finetune-i512", "--instances 512", "training.instances_per_epoch=512", "epoch"),
         ("finetune-gpu", "--trainer gpu", "trainer=gpu", "on the gpu trainer"),
+        ("finetune-a8", "--val-augment 8", "training.val_augment=8", "over 8 symmetric copies"),
     ]
     for stage, option, override, wording in optional:
         named = ["finetune", "--study", "cvrp20", "--name", stage]

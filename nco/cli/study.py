@@ -113,6 +113,12 @@ def parser() -> argparse.ArgumentParser:
     tune.add_argument(
         "--trainer", default=None, help="trainer config group, e.g. gpu (default: the study's)"
     )
+    tune.add_argument(
+        "--val-augment",
+        type=int,
+        default=None,
+        help="validate greedy over this many symmetric copies (training.val_augment)",
+    )
     tune.add_argument("--p-min", type=float, default=0.95, help="nucleus (not for wr)")
     tune.add_argument("--seed", type=int, default=7)
     tune.add_argument("--epochs", type=int, default=60)
@@ -232,6 +238,7 @@ def dispatch(args: argparse.Namespace) -> None:
             seed=args.seed,
             epochs=args.epochs,
             threads=args.threads,
+            val_augment=args.val_augment,
         )
     elif args.command == "report":
         report(study)

@@ -91,6 +91,8 @@ def provenance(study: Study, name: str, train: dict, clip: float) -> dict:
         decay += f", validated and shipped as a moving average of weights ({setup['ema_decay']})"
     if "trainer" in setup:
         decay += f", on the {setup['trainer']} trainer"
+    if "val_augment" in setup:
+        decay += f", validated by greedy over {setup['val_augment']} symmetric copies"
     return {
         "training": f"fine-tune of {init['source']} with {per_epoch}{decay}",
         "command": f"nco-study finetune --study {study.name}{named} "

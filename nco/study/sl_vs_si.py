@@ -34,7 +34,14 @@ from nco.study.spec import SlVsSi, StudyError, Workspace, load_sl_vs_si
 
 # training.<key> overrides of a fine-tune, recorded only when set; the CLI flags of the keys
 # named otherwise on the command line
-OPTIONAL_SETUP = ("lr_decay", "ema_decay", "warmup_steps", "batch_size", "instances_per_epoch")
+OPTIONAL_SETUP = (
+    "lr_decay",
+    "ema_decay",
+    "warmup_steps",
+    "batch_size",
+    "instances_per_epoch",
+    "val_augment",
+)
 FLAGS = {
     "batches_per_epoch": "batches",
     "warmup_steps": "warmup",
@@ -473,13 +480,15 @@ def finetune(
     seed: int = 7,
     epochs: int = 60,
     threads: int | None = None,
+    val_augment: int | None = None,
 ) -> None:
     """Fine-tune checkpoint `init` with self-improvement at the paper's ratio of training to
     sampling (the study file's sub-problems per sampled instance, unless `batches` Adam steps
     per epoch; `instances` sampled per epoch, default the study's) and its fine-tune learning
     rate (unless `lr`), or by imitation of expert data (`method` sl), in `<study>/<name>`, on
-    the study's trainer or `trainer` (e.g. gpu); resumable, and refused when the setup differs
-    from the one it started with."""
+    the study's trainer or `trainer` (e.g. gpu), validated by greedy over `val_augment`
+    symmetric copies when set; resumable, and refused when the setup differs from the one it
+    started with."""
     if method not in study.spec.arms:
         raise StudyError(f"--method {method}: expected one of {list(study.spec.arms)}")
     cfg = study_config(study).training
@@ -506,6 +515,8 @@ def finetune(
         setup["instances_per_epoch"] = instances
     if trainer:
         setup["trainer"] = trainer
+    if val_augment is not None:
+        setup["val_augment"] = val_augment
     if method == "sl":
         setup["sl_data"] = expert_data(study, sl_data, "no expert data for --method sl")
         del setup["p_min"]  # imitation samples nothing

@@ -176,6 +176,7 @@ def build(cfg: DictConfig) -> tuple[L.Trainer, SelfImprovementModule, Trajectory
         lr_decay_from=int(tcfg.get("lr_decay_from", 0)),
         imitation=str(tcfg.get("imitation", "subtrajectories")),
         restart_from_best=tcfg.get("restart_from_best", False),
+        val_augment=None if tcfg.get("val_augment") is None else int(tcfg.val_augment),
     )
     meta = {
         "mode": cfg.mode,
