@@ -13,6 +13,7 @@ import torch
 
 from nco import checkpoint
 from nco.datasets import load_dataset
+from nco.decode import decode
 from nco.inference import to_instances
 from nco.paths import DATA_DIR
 from nco.search import greedy
@@ -40,3 +41,31 @@ def test_shipped_checkpoint_reproduces_its_committed_greedy_costs(folder: Path) 
     np.testing.assert_allclose(cost.numpy(), committed["objectives"][:100], rtol=1e-4)
     gaps = 100 * (cost.numpy() - head.references) / head.references
     assert gaps.min() > -0.1  # the references are optimal or HGS: nothing beats them by much
+
+
+AUGMENTED = [
+    p
+    for p in SHIPPED
+    if any(k.endswith("_augment8") for k in json.loads((p / "manifest.json").read_text()))
+]
+
+
+@pytest.mark.parametrize("folder", AUGMENTED, ids=[p.name for p in AUGMENTED])
+def test_shipped_checkpoint_reproduces_its_committed_augment8_costs(folder: Path) -> None:
+    """The manifest's augment-8 figure is the committed results' mean, and those results are
+    this file's: greedy over the 8 symmetries of the first test instances gives their costs."""
+    torch.set_num_threads(1)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (key,) = [k for k in manifest if k.endswith("_augment8")]
+    committed = json.loads((DATA_DIR / manifest[key]["results"].removeprefix("data/")).read_text())
+    assert committed["info"]["search"]["augment"] == 8
+    assert committed["num_instances"] == manifest[key]["instances"]
+    assert committed["mean_gap"] == pytest.approx(manifest[key]["greedy_gap_pct"], abs=1e-3)
+    assert manifest[key]["reached"] == (committed["mean_gap"] < manifest[key]["am_greedy_gap_pct"])
+    loaded = checkpoint.load(folder / "best.pt")
+    assert committed["info"]["checkpoint_meta"]["epoch"] == loaded.meta["epoch"]
+    head = load_dataset(committed["dataset"]).head(50)
+    instances = to_instances(loaded.env, head.arrays, head.name)
+    best = decode(loaded.policy, loaded.env, instances, {"method": "greedy", "augment": 8}).best()
+    cost = loaded.env.cost(best.objective)
+    np.testing.assert_allclose(cost.numpy(), committed["objectives"][:50], rtol=1e-4)

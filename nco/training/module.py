@@ -72,8 +72,8 @@ class SelfImprovementModule(L.LightningModule):
     symmetric copies per instance, the best kept (nco-eval's `search.augment`), so that a run
     whose checkpoint will be decoded with augmentation is promoted by that decoder. Measured on
     BQ TSP50 (docs/light_models.md): of two checkpoints, the one with the better plain greedy
-    validation (4.14 against 4.20 %) was the worse with augment 8 on the test set (1.807 against
-    1.785 %).
+    validation (4.14 against 4.27 %, both scored on the CPU) was the worse with augment 8 on
+    the test set (1.807 against 1.785 %).
     """
 
     def __init__(
