@@ -111,16 +111,22 @@ class SharedEncoding(nn.Module):
         return self.policy(states)
 
 
+def check_augment(augment: int, env: Env, config: str = "search", key: str = "augment") -> None:
+    """Raise ValueError unless `env` can make `augment` symmetric copies; `config` and `key`
+    name the setting in the message (training validates with `training.val_augment`)."""
+    if not 1 <= augment <= MAX_AUGMENT:
+        raise ValueError(f"{config} config: expected {key} in 1..{MAX_AUGMENT}, got {augment}.")
+    if augment > env.num_augmentations():
+        raise ValueError(
+            f"{config} config: {key}={augment}, but {type(env).__name__} has "
+            f"{env.num_augmentations()} augmentations."
+        )
+
+
 def _copies(cfg: Mapping[str, Any], env: Env, instances: Batch) -> tuple[int, int]:
     """The checked `augment` and `starts` of a search config for `env` and `instances`."""
     augment, starts = int(cfg.get("augment") or 1), int(cfg.get("starts") or 1)
-    if not 1 <= augment <= MAX_AUGMENT:
-        raise ValueError(f"search config: expected augment in 1..{MAX_AUGMENT}, got {augment}.")
-    if augment > env.num_augmentations():
-        raise ValueError(
-            f"search config: augment={augment}, but {type(env).__name__} has "
-            f"{env.num_augmentations()} augmentations."
-        )
+    check_augment(augment, env)
     if starts < 1:
         raise ValueError(f"search config: expected starts >= 1, got {starts}.")
     if cfg.get("starts") is not None:

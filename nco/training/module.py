@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from nco.decode import decode
+from nco.decode import check_augment, decode
 from nco.env import Batch, Env
 from nco.policy import HasCache
 from nco.training.data import first_epoch
@@ -106,10 +106,8 @@ class SelfImprovementModule(L.LightningModule):
             raise ValueError(f"training config: expected warmup_steps >= 0, got {warmup_steps}.")
         if lr_decay_from < 0:
             raise ValueError(f"training config: expected lr_decay_from >= 0, got {lr_decay_from}.")
-        if val_augment is not None and val_augment < 1:
-            raise ValueError(
-                f"training config: expected val_augment >= 1 (or null), got {val_augment}."
-            )
+        if val_augment is not None:  # refused now, not after the first epoch's sampling
+            check_augment(val_augment, env, "training", "val_augment")
         self.val_search = GREEDY if val_augment is None else {**GREEDY, "augment": val_augment}
         self.lr_decay = lr_decay
         self.lr_decay_from = lr_decay_from

@@ -3,6 +3,8 @@ what promotes; null keeps the paper's plain greedy."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from nco.decode import decode
@@ -31,5 +33,9 @@ def test_plain_greedy_by_default(tiny_cfg) -> None:
 
 def test_bad_val_augment_is_refused(tiny_cfg) -> None:
     _, module, _ = build(tiny_cfg())
-    with pytest.raises(ValueError, match="expected val_augment >= 1"):
+    with pytest.raises(ValueError, match=r"expected val_augment in 1\.\.8, got 0"):
         SelfImprovementModule(module.policy, module.env, val_augment=0)
+    env = copy.copy(module.env)  # an env without symmetries is refused before any training
+    env.num_augmentations = lambda: 1  # type: ignore[method-assign]
+    with pytest.raises(ValueError, match="val_augment=8, but .* has 1 augmentations"):
+        SelfImprovementModule(module.policy, env, val_augment=8)
