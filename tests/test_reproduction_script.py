@@ -469,6 +469,45 @@ def test_ship_picks_the_best_self_improvement_run_and_writes_its_manifest(
         main(ws, ["ship", "--study", "tsp20", "--methods", "wr"])
 
 
+def test_ship_augment_decodes_greedy_over_the_symmetries_and_keeps_it_for_the_same_file(
+    tmp_path: Path, monkeypatch, capsys, ws: Workspace
+) -> None:
+    """`ship --augment 8` adds the test set's greedy over 8 symmetric copies to the manifest,
+    right after the plain decoders' entry; reshipping the same file keeps that entry (it took
+    long to decode), shipping another file drops it and says so."""
+    runs = ws.runs / "tsp20"
+    fake_run(runs / "wor_s0", [3.0, 1.5], "bbb")
+    fake_run(runs / "gd_s1", [3.0, 2.0], "ccc")
+    calls = []
+
+    def decode(cmd: list[str], **kw) -> None:
+        calls.append(cmd)
+        out = Path(next(a for a in cmd if a.startswith("out="))[4:])
+        gap = 0.3 if "search.augment=8" in cmd else 2.5
+        info = {"reference_source": "exact"}
+        out.write_text(json.dumps({"mean_gap": gap, "num_instances": 10000, "info": info}))
+
+    monkeypatch.setattr(subprocess, "run", decode)
+    main(ws, ["ship", "--study", "tsp20", "--augment", "8"])
+    assert "search=greedy" in calls[-1] and "search.augment=8" in calls[-1]
+    path = ws.shipped / "tsp20" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    keys = list(manifest)
+    assert keys.index("kool_tsp20_test_augment8") == keys.index("kool_tsp20_test") + 1
+    entry = manifest["kool_tsp20_test_augment8"]
+    assert (entry["greedy_gap_pct"], entry["instances"], entry["reached"]) == (0.3, 10000, True)
+    assert entry["command"].startswith("nco-eval checkpoint=")
+    assert str(ws.root) not in entry["command"]
+    assert entry["results"].endswith("tsp20_on_tsp20_greedy_aug8.json")
+    main(ws, ["ship", "--study", "tsp20"])  # the same file: kept without decoding it again
+    assert not any("search.augment=8" in c for c in calls[-2:])
+    assert json.loads(path.read_text())["kool_tsp20_test_augment8"] == entry
+    capsys.readouterr()
+    main(ws, ["ship", "--study", "tsp20", "--run", "gd_s1"])  # another file: dropped
+    assert "kool_tsp20_test_augment8" not in json.loads(path.read_text())
+    assert "dropped kool_tsp20_test_augment8" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("study", ["tsp50", "cvrp50"])
 def test_size50_studies_train_the_papers_sub_problems_per_sampled_instance(
     study: str, tmp_path: Path

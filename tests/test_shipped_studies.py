@@ -69,3 +69,22 @@ def test_shipped_checkpoint_reproduces_its_committed_augment8_costs(folder: Path
     best = decode(loaded.policy, loaded.env, instances, {"method": "greedy", "augment": 8}).best()
     cost = loaded.env.cost(best.objective)
     np.testing.assert_allclose(cost.numpy(), committed["objectives"][:50], rtol=1e-4)
+
+
+def test_every_readme_augment8_figure_has_the_manifest_entry_checked_above() -> None:
+    """A README row of a shipped study that quotes greedy with `search.augment=8` quotes its
+    manifest's figure, so reshipping without `ship --augment 8` (which drops the entry for a
+    new file) fails here instead of leaving the check above with nothing to check."""
+    readme = DATA_DIR.parent / "README.md"
+    if not readme.is_file():
+        pytest.skip("installed without the README")
+    rows = {
+        p.name: next(r for r in readme.read_text().splitlines() if f"shipped:{p.name}`" in r)
+        for p in SHIPPED
+    }
+    quoted = [name for name, row in rows.items() if "`search.augment=8`" in row]
+    assert quoted, "the README quotes augment 8 for shipped:tsp50"
+    for name in quoted:
+        manifest = json.loads((DATA_DIR / "checkpoints" / name / "manifest.json").read_text())
+        (key,) = [k for k in manifest if k.endswith("_augment8")]
+        assert f"**{manifest[key]['greedy_gap_pct']:.3f} %**" in rows[name]

@@ -151,6 +151,12 @@ def parser() -> argparse.ArgumentParser:
     sh.add_argument(
         "--beam-limit", type=int, default=None, help="beam 16 on fewer (default: --limit)"
     )
+    sh.add_argument(
+        "--augment",
+        type=int,
+        default=None,
+        help="also greedy over this many symmetric copies (search.augment; e.g. 8)",
+    )
 
     ep = sub.add_parser(
         "epochs", parents=[study], help="epochs-to-target study (e.g. gomoku): train or report"
@@ -245,7 +251,7 @@ def dispatch(args: argparse.Namespace) -> None:
     elif args.command == "evaluate":
         evaluate(study, args.limit, args.seeds, args.decoders, args.force, args.chunk)
     else:
-        ship(study, args.run, tuple(args.methods), args.limit, args.beam_limit)
+        ship(study, args.run, tuple(args.methods), args.limit, args.beam_limit, args.augment)
 
 
 def main(argv: list[str] | None = None) -> None:

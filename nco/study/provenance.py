@@ -5,6 +5,7 @@ against the study's target, in the `manifest.json` beside the shipped `best.pt`.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import shutil
 import subprocess
@@ -217,21 +218,63 @@ def choose_run(study: Study, run: str | None, methods: list[str]) -> tuple[str, 
     return name, runs[name]
 
 
+def augmented(study: Study, checkpoint: Path, augment: int, limit: int | None) -> tuple[str, dict]:
+    """Greedy over `augment` symmetric copies of each test instance (`search.augment`) of the
+    shipped `checkpoint`: the manifest key (`<test>_augment<N>`) and its entry, with the gap
+    against the study's target, the command and the results file."""
+    out = study.ws.shipped_results / f"{study.name}_on_{study.name}_greedy_aug{augment}.json"
+    decoder = ["search=greedy", f"search.augment={augment}"]
+    cmd = decode_command(checkpoint, study.spec.test, decoder, out, limit)
+    subprocess.run(cmd, cwd=study.ws.root, check=True)
+    result = json.loads(out.read_text())
+    shown = ["nco-eval", *(a.replace(f"{study.ws.root}/", "") for a in cmd[3:])]
+    return f"{study.spec.test.replace(':', '_')}_augment{augment}", {
+        "instances": result["num_instances"],
+        "greedy_gap_pct": round(result["mean_gap"], 3),
+        "command": " ".join(shown),
+        "results": study.ws.shown(out),
+        "am_greedy_gap_pct": study.spec.target,
+        "reached": result["mean_gap"] < study.spec.target,
+    }
+
+
+def kept_augmented(folder: Path, source: Path) -> dict:
+    """The `_augment<N>` entries of the manifest in a shipped `folder` when its best.pt is the
+    same file as `source` (reshipping it keeps figures that took long to decode), else none:
+    they describe another file."""
+    old = folder / "manifest.json"
+    if not old.is_file() or not (folder / "best.pt").is_file():
+        return {}
+    entries = {k: v for k, v in json.loads(old.read_text()).items() if "_augment" in k}
+    digests = {hashlib.sha256(f.read_bytes()).hexdigest() for f in (source, folder / "best.pt")}
+    if entries and len(digests) > 1:
+        print(
+            f"{old}: dropped {', '.join(entries)}, decoded from the file shipped before; "
+            "`ship --augment N` decodes the new one"
+        )
+        return {}
+    return entries
+
+
 def ship(
     study: Study,
     run: str | None = None,
     methods: tuple[str, ...] = ("wr", "wor", "gd"),
     limit: int | None = None,
     beam_limit: int | None = None,
+    augment: int | None = None,
 ) -> Path:
     """Copy one run's best.pt (by default the self-improvement run with the best validation
     gap) to `<shipped>/<study>/`, decode it with every decoder on the whole test set (or its
-    first `limit`; `beam_limit` for the decoders other than greedy) and write its
-    `manifest.json`; returns the shipped folder."""
+    first `limit`; `beam_limit` for the decoders other than greedy), with `augment` also by
+    greedy over that many symmetric copies, and write its `manifest.json`; returns the
+    shipped folder."""
     name, record = choose_run(study, run, list(methods))
     folder = study.ws.shipped / study.name
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(study.folder / name / "best.pt", folder / "best.pt")
+    source = study.folder / name / "best.pt"
+    kept = kept_augmented(folder, source)
+    shutil.copyfile(source, folder / "best.pt")
     study.ws.shipped_results.mkdir(parents=True, exist_ok=True)
     tests = {}
     for decoder, overrides in study.spec.decoders.items():
@@ -246,7 +289,19 @@ def ship(
             "reference_source": result["info"].get("reference_source"),
         }
     text = manifest(study, name, record, tests, limit)
+    if augment:
+        key, entry = augmented(study, folder / "best.pt", augment, limit)
+        kept[key] = entry
+    text = insert_after(text, study.spec.test.replace(":", "_"), kept)
     (folder / "manifest.json").write_text(json.dumps(text, indent=2) + "\n")
     gaps = ", ".join(f"{d} {t['mean_gap']:.2f} %" for d, t in tests.items())
+    gaps += "".join(f", {k} {v['greedy_gap_pct']:.2f} %" for k, v in kept.items())
     print(f"shipped {name} (epoch {record['saved_epoch']}) to {folder}: {gaps}")
     return folder
+
+
+def insert_after(text: dict, key: str, entries: dict) -> dict:
+    """`text` with `entries` placed right after its `key` (a manifest reads test by test)."""
+    items = list(text.items())
+    at = [k for k, _ in items].index(key) + 1
+    return dict(items[:at] + list(entries.items()) + items[at:])
