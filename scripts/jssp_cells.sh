@@ -12,7 +12,9 @@
 # `checkpoint` field, e.g. the shipped file a copy was made of; default the checkpoint path),
 # SEED and REPEATS (the stochastic rows' first seed and runs; more repeats of a cell go to another
 # tag, e.g. SEED=1235 REPEATS=4 ... epoch51_s1235, and --merge joins them), DEVICE (default cpu;
-# the `table2` GPU plan sets cuda) and PYTHON override.
+# the `table2` GPU plan sets cuda), SHARDS (default 1: that many processes side by side per
+# cell, each decoding every SHARDS-th chunk into the cell's .parts/, then one merge; on a GPU,
+# which one instance leaves latency-bound) and PYTHON override.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 usage="usage: $0 <checkpoint> <tag> <method>:<group|all>..."
@@ -51,8 +53,22 @@ for spec in "$@"; do
         continue
     fi
     echo "$(date -u +%H:%M:%S) $method on $group -> $out"
-    "$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device "${DEVICE:-cpu}" --out "$out" \
-        "${groups[@]}" --methods "$method" --chunk "${CHUNK:-1}" ${LIMIT:+--limit "$LIMIT"} \
-        ${LABEL:+--label "$LABEL"} ${SEED:+--seed "$SEED"} ${REPEATS:+--repeats "$REPEATS"}
+    cmd=("$PYTHON" "$ROOT/scripts/jssp_table2.py" --checkpoint "$CKPT" --device "${DEVICE:-cpu}"
+        --out "$out" "${groups[@]}" --methods "$method" --chunk "${CHUNK:-1}"
+        ${LIMIT:+--limit "$LIMIT"} ${LABEL:+--label "$LABEL"} ${SEED:+--seed "$SEED"}
+        ${REPEATS:+--repeats "$REPEATS"})
+    if ((${SHARDS:-1} > 1)); then
+        pids=()
+        for ((i = 0; i < SHARDS; i++)); do
+            "${cmd[@]}" --shard "$i/$SHARDS" &
+            pids+=($!)
+        done
+        trap 'kill "${pids[@]}" 2>/dev/null; exit 143' TERM INT  # a stopped script stops its shards
+        failed=0
+        for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+        trap - TERM INT
+        ((failed == 0)) || { echo "a shard of $out failed; its finished chunks stay in $out.parts/" >&2; exit 1; }
+    fi
+    "${cmd[@]}"  # with SHARDS, only merges the chunks the shards wrote
 done
 echo "$(date -u +%H:%M:%S) cells of $TAG done"

@@ -22,7 +22,9 @@ be assembled from runs made at different times; `--published` adds the paper's T
 results in `<out>.parts/`, so a stopped cell continues from its last finished chunk when the
 same command is rerun (a 100x20 cell takes hours on one CPU thread). The cell is the
 concatenation of its chunks, its time their sum; the folder is removed once `<out>.json` is
-written.
+written. `--shard I/N` (with `--chunk`) decodes only every N-th chunk of the command from the
+I-th on, and writes no table: N such processes side by side fill `<out>.parts/` in parallel (the
+GPU is latency-bound on one instance), and the same command without `--shard` then merges them.
 """
 
 from __future__ import annotations
@@ -96,6 +98,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--chunk", type=int, default=None, help="instances per nco-eval run, kept in <out>.parts/"
     )
+    parser.add_argument(
+        "--shard", default=None, help="I/N: decode only chunks I, I+N, ... into <out>.parts/"
+    )
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--baseline", nargs="*", default=[], help="results JSONs added as rows")
@@ -120,6 +125,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             raise ValueError(f"jssp_table2: unknown --{name} {unknown}; expected some of {valid}.")
     if any(v is not None and v < 1 for v in (args.limit, args.chunk)) or args.repeats < 1:
         raise ValueError("jssp_table2: expected --limit, --chunk and --repeats >= 1.")
+    if args.shard is not None:
+        index, sep, count = args.shard.partition("/")
+        if not (sep and index.isdigit() and count.isdigit() and int(index) < int(count)):
+            raise ValueError(f"jssp_table2: --shard {args.shard}: expected I/N with 0 <= I < N.")
+        if args.chunk is None:
+            raise ValueError("jssp_table2: --shard needs --chunk (the shards share <out>.parts/).")
+        args.shard = (int(index), int(count))
     return args
 
 
@@ -127,14 +139,41 @@ def evaluate(args: argparse.Namespace, group: str, method: str, seed: int) -> Re
     """One nco-eval run of `method` on the Taillard group, or (`--chunk`) its chunks joined."""
     if args.chunk is None:
         return run(compose_cell(args, group, method, seed, 0, args.limit))
+    return joined([chunk(args, group, method, seed, *span) for span in spans(args, group)])
+
+
+def spans(args: argparse.Namespace, group: str) -> list[tuple[int, int]]:
+    """(offset, limit) of each `--chunk` of a cell on the group."""
     size = len(taillard_names(group))
     count = min(args.limit or size, size)
-    return joined(
-        [
-            chunk(args, group, method, seed, offset, min(args.chunk, count - offset))
-            for offset in range(0, count, args.chunk)
-        ]
+    return [(offset, min(args.chunk, count - offset)) for offset in range(0, count, args.chunk)]
+
+
+def repeats_of(args: argparse.Namespace, method: str) -> int:
+    """Runs of a method: `--repeats` for the stochastic decoders, one for the others."""
+    return args.repeats if method in STOCHASTIC else 1
+
+
+def decode_shard(args: argparse.Namespace) -> dict[str, Any]:
+    """`--shard I/N`: decode the command's chunks I, I+N, ... (in the order the table runs them)
+    into `<out>.parts/`; returns how many of all its chunks are still missing there."""
+    index, count = args.shard
+    jobs = [
+        (group, method, args.seed + r, *span)
+        for method in args.methods
+        for group in args.groups
+        for r in range(repeats_of(args, method))
+        for span in spans(args, group)
+    ]
+    for job in jobs[index::count]:
+        chunk(args, *job)
+    missing = sum(not part_path(args, *job).exists() for job in jobs)
+    print(
+        f"shard {index}/{count}: {len(jobs[index::count])} chunks done; {missing} of the "
+        f"command's {len(jobs)} still missing in {parts_dir(args)}"
+        + ("" if missing else "; rerun without --shard to write the table")
     )
+    return {"shard": list(args.shard), "chunks": len(jobs), "missing": missing}
 
 
 def chunk(
@@ -142,7 +181,7 @@ def chunk(
 ) -> Results:
     """Instances offset..offset+limit-1 of a cell: read from `<out>.parts/` when an earlier run
     of the same command decoded them, else decoded now and written there."""
-    path = parts_dir(args) / f"{method}_{group}_seed{seed}_{offset}+{limit}.json"
+    path = part_path(args, group, method, seed, offset, limit)
     if not path.exists():
         results = run(compose_cell(args, group, method, seed, offset, limit))
         write_results(results, path)
@@ -170,6 +209,13 @@ def checkpoint_meta(path: str) -> Any:
     """The checkpoint's meta as a results JSON stores it: tells a chunk of this file from one
     decoded with another file at the same path."""
     return json.loads(json.dumps(checkpoint.load(check_checkpoint(path, "jssp_table2")).meta))
+
+
+def part_path(
+    args: argparse.Namespace, group: str, method: str, seed: int, offset: int, limit: int
+) -> Path:
+    """The file of one chunk in `<out>.parts/`."""
+    return parts_dir(args) / f"{method}_{group}_seed{seed}_{offset}+{limit}.json"
 
 
 def parts_dir(args: argparse.Namespace) -> Path:
@@ -346,9 +392,11 @@ def markdown(table: dict[str, dict[str, dict[str, Any]]], groups: list[str]) -> 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run every (group, method) cell, write `<out>.md` and `<out>.json`; returns the JSON."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.shard is not None:
+        return decode_shard(args)
     table = {**merged_rows(args.merge, args.checkpoint), **baseline_rows(args.baseline)}
     for method in args.methods:
-        repeats = args.repeats if method in STOCHASTIC else 1
+        repeats = repeats_of(args, method)
         table.setdefault(METHODS[method][0], {}).update(
             {
                 group: cell([evaluate(args, group, method, args.seed + r) for r in range(repeats)])

@@ -261,6 +261,52 @@ def test_cells_script_runs_skips_and_rejects(tiny_checkpoint: Path, tmp_path: Pa
     assert [run["seed"] for run in runs["SBS 16, p=0.8"]["15x15"]["runs"]] == [1240, 1241]
 
 
+def test_shards_fill_parts_then_merge(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """Two `--shard` processes of SBS 16 x 2 repeats on two instances split the four chunks
+    between them, write no table, and the unsharded command then merges without decoding: the
+    same numbers as one unsharded chunked run (same seeds per chunk); a bad --shard is refused."""
+    script = load_script("jssp_table2")
+    base = [f"checkpoint={tiny_checkpoint}", "--groups", "15x15", "--limit", "2"]
+    base += ["--methods", "sbs16", "--repeats", "2"]
+    out = tmp_path / "cell"
+    first = script.main([*base, f"out={out}", "--chunk", "1", "--shard", "0/2"])
+    assert first == {"shard": [0, 2], "chunks": 4, "missing": 2}
+    assert sorted(p.name for p in (tmp_path / "cell.parts").iterdir()) == [
+        "sbs16_15x15_seed1234_0+1.json",
+        "sbs16_15x15_seed1235_0+1.json",
+    ]
+    assert not out.with_suffix(".json").exists()
+    assert script.main([*base, f"out={out}", "--chunk", "1", "--shard", "1/2"])["missing"] == 0
+    real_run = script.run
+    try:
+        script.run = lambda cfg: pytest.fail("the merge decoded a chunk again")
+        merged = script.main([*base, f"out={out}", "--chunk", "1"])
+    finally:
+        script.run = real_run
+    whole = script.main([*base, f"out={tmp_path / 'whole'}", "--chunk", "1"])
+    cells = [table["table"]["SBS 16, p=0.8"]["15x15"] for table in (merged, whole)]
+    objectives = [[run["objectives"] for run in cell["runs"]] for cell in cells]
+    assert objectives[0] == objectives[1]
+    assert not (tmp_path / "cell.parts").exists()
+    for bad in ("2/2", "1", "a/2"):
+        with pytest.raises(ValueError, match="--shard"):
+            script.parse_args([*base, "out=x", "--chunk", "1", "--shard", bad])
+    with pytest.raises(ValueError, match="needs --chunk"):
+        script.parse_args([*base, "out=x", "--shard", "0/2"])
+
+
+def test_cells_script_shards(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """SHARDS=2 decodes a cell's chunks in two processes and merges them into the cell's JSON."""
+    done = run_cells(
+        str(tiny_checkpoint), "t", "greedy:15x15", results=tmp_path, SHARDS="2", LIMIT="2"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "shard 0/2" in done.stdout and "shard 1/2" in done.stdout
+    run = json.loads((tmp_path / "taillard_greedy_15x15_t.json").read_text())["table"]["greedy"]
+    assert run["15x15"]["runs"][0]["names"] == ["ta01", "ta02"]
+    assert not (tmp_path / "taillard_greedy_15x15_t.parts").exists()
+
+
 def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None:
     """A table assembled from an earlier output (no decoding) keeps its cells and names their
     file; the published rows are the paper's; another checkpoint's output and a cell in two

@@ -5,7 +5,9 @@
 # window, or the CPU, continues the cell. Cells are every method of NCO_METHODS (default
 # gd32x4) on every group of NCO_GROUPS (default 100x20, the cell Table 2 still lacks) with
 # NCO_CHECKPOINT (default the shipped data/checkpoints/jssp/best.pt, which Table 2 reports),
-# NCO_TAG (default epoch99), NCO_SEED and NCO_REPEATS (the stochastic rows' first seed and runs).
+# NCO_TAG (default epoch99), NCO_SEED and NCO_REPEATS (the stochastic rows' first seed and runs),
+# NCO_SHARDS (processes side by side per cell, each on every NCO_SHARDS-th instance: the GPU is
+# latency-bound on one instance, so ten shards decode the ten instances of a group at once).
 # Every file the window wrote there comes back as OUT_DIR/table2.tgz: untar it in the checkout
 # and commit. Sourced by gpu_window.sh (step, pack_new, left, $PY, $OUT).
 # shellcheck shell=bash disable=SC2154
@@ -18,5 +20,6 @@ GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head 
 step table2 "$(($(left) - 40))" env DEVICE="${NCO_DEVICE:-cuda}" PYTHON="$PY" \
     LABEL="$CKPT on ${GPU_NAME:-a GPU}" \
     ${NCO_SEED:+SEED="$NCO_SEED"} ${NCO_REPEATS:+REPEATS="$NCO_REPEATS"} \
+    ${NCO_SHARDS:+SHARDS="$NCO_SHARDS"} \
     bash scripts/jssp_cells.sh "$CKPT" "${NCO_TAG:-epoch99}" "${cells[@]}"
 pack_new snapshot data/results/jssp_cpu table2.tgz
