@@ -165,11 +165,12 @@ def decode_shard(args: argparse.Namespace) -> dict[str, Any]:
         for r in range(repeats_of(args, method))
         for span in spans(args, group)
     ]
-    for job in jobs[index::count]:
+    mine = jobs[index::count]
+    for job in mine:
         chunk(args, *job)
     missing = sum(not part_path(args, *job).exists() for job in jobs)
     print(
-        f"shard {index}/{count}: {len(jobs[index::count])} chunks done; {missing} of the "
+        f"shard {index}/{count}: {len(mine)} chunks done; {missing} of the "
         f"command's {len(jobs)} still missing in {parts_dir(args)}"
         + ("" if missing else "; rerun without --shard to write the table")
     )

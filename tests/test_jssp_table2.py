@@ -261,7 +261,9 @@ def test_cells_script_runs_skips_and_rejects(tiny_checkpoint: Path, tmp_path: Pa
     assert [run["seed"] for run in runs["SBS 16, p=0.8"]["15x15"]["runs"]] == [1240, 1241]
 
 
-def test_shards_fill_parts_then_merge(tiny_checkpoint: Path, tmp_path: Path) -> None:
+def test_shards_fill_parts_then_merge(
+    tiny_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two `--shard` processes of SBS 16 x 2 repeats on two instances split the four chunks
     between them, write no table, and the unsharded command then merges without decoding: the
     same numbers as one unsharded chunked run (same seeds per chunk); a bad --shard is refused."""
@@ -277,12 +279,9 @@ def test_shards_fill_parts_then_merge(tiny_checkpoint: Path, tmp_path: Path) -> 
     ]
     assert not out.with_suffix(".json").exists()
     assert script.main([*base, f"out={out}", "--chunk", "1", "--shard", "1/2"])["missing"] == 0
-    real_run = script.run
-    try:
-        script.run = lambda cfg: pytest.fail("the merge decoded a chunk again")
+    with monkeypatch.context() as patch:
+        patch.setattr(script, "run", lambda cfg: pytest.fail("the merge decoded a chunk again"))
         merged = script.main([*base, f"out={out}", "--chunk", "1"])
-    finally:
-        script.run = real_run
     whole = script.main([*base, f"out={tmp_path / 'whole'}", "--chunk", "1"])
     cells = [table["table"]["SBS 16, p=0.8"]["15x15"] for table in (merged, whole)]
     objectives = [[run["objectives"] for run in cell["runs"]] for cell in cells]
