@@ -154,15 +154,24 @@ def repeats_of(args: argparse.Namespace, method: str) -> int:
     return args.repeats if method in STOCHASTIC else 1
 
 
+def runs(args: argparse.Namespace) -> list[tuple[str, str, int]]:
+    """(method, group, seed) of every run the command decodes, in the order it decodes them; the
+    table and `--shard` both enumerate this list, so a shard's chunks are the table's."""
+    return [
+        (method, group, args.seed + r)
+        for method in args.methods
+        for group in args.groups
+        for r in range(repeats_of(args, method))
+    ]
+
+
 def decode_shard(args: argparse.Namespace) -> dict[str, Any]:
     """`--shard I/N`: decode the command's chunks I, I+N, ... (in the order the table runs them)
     into `<out>.parts/`; returns how many of all its chunks are still missing there."""
     index, count = args.shard
     jobs = [
-        (group, method, args.seed + r, *span)
-        for method in args.methods
-        for group in args.groups
-        for r in range(repeats_of(args, method))
+        (group, method, seed, *span)
+        for method, group, seed in runs(args)
         for span in spans(args, group)
     ]
     mine = jobs[index::count]
@@ -396,14 +405,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.shard is not None:
         return decode_shard(args)
     table = {**merged_rows(args.merge, args.checkpoint), **baseline_rows(args.baseline)}
-    for method in args.methods:
-        repeats = repeats_of(args, method)
-        table.setdefault(METHODS[method][0], {}).update(
-            {
-                group: cell([evaluate(args, group, method, args.seed + r) for r in range(repeats)])
-                for group in args.groups
-            }
-        )
+    decoded: dict[tuple[str, str], list[Results]] = {}
+    for method, group, seed in runs(args):
+        decoded.setdefault((method, group), []).append(evaluate(args, group, method, seed))
+    for (method, group), results in decoded.items():
+        table.setdefault(METHODS[method][0], {})[group] = cell(results)
     result = {
         "checkpoint": args.label or str(args.checkpoint),
         "groups": args.groups,
