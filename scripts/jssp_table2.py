@@ -15,8 +15,10 @@ are `--key value` or `key=value`. Writes `<out>.md` and `<out>.json`.
 `--label` names the checkpoint in the JSON instead of `--checkpoint` (say, the shipped file a
 temporary copy was made of). `--merge` adds the rows of earlier outputs of this script for the
 same checkpoint (their `checkpoint` field must start with `--checkpoint`), so that a table can
-be assembled from runs made at different times; `--published` adds the paper's Table 2 rows
-(data/jssp/taillard_table2_published.json) as references, labelled "(published)".
+be assembled from runs made at different times; `--arm NAME FILE...` adds the rows of another
+checkpoint's outputs (one checkpoint per arm, e.g. the SI WOR run's), labelled "NAME, <row>";
+`--published` adds the paper's Table 2 rows (data/jssp/taillard_table2_published.json) as
+references, labelled "(published)".
 
 `--chunk N` decodes each cell N instances per nco-eval run (offset/limit) and keeps every run's
 results in `<out>.parts/`, so a stopped cell continues from its last finished chunk when the
@@ -105,6 +107,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--baseline", nargs="*", default=[], help="results JSONs added as rows")
     parser.add_argument("--merge", nargs="*", default=[], help="earlier outputs of this script")
+    parser.add_argument(
+        "--arm",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar=("NAME", "FILE"),
+        help="another checkpoint's outputs of this script, as rows 'NAME, <row>' (repeatable)",
+    )
     parser.add_argument("--published", action="store_true", help="add the paper's Table 2 rows")
     options = {opt for action in parser._actions for opt in action.option_strings}
     tokens: list[str] = []
@@ -123,6 +133,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         unknown = [v for v in values if v not in valid]
         if unknown:
             raise ValueError(f"jssp_table2: unknown --{name} {unknown}; expected some of {valid}.")
+    if any(len(arm) < 2 for arm in args.arm):
+        raise ValueError("jssp_table2: --arm needs a name and at least one output file.")
     if any(v is not None and v < 1 for v in (args.limit, args.chunk)) or args.repeats < 1:
         raise ValueError("jssp_table2: expected --limit, --chunk and --repeats >= 1.")
     if args.shard is not None:
@@ -358,6 +370,20 @@ def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[s
     return rows
 
 
+def arm_rows(arms: list[list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows of other checkpoints (`--arm NAME FILE...`): each arm's files merged as `--merge`
+    merges, all for the checkpoint its first file names, labelled "NAME, <row>"."""
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, *paths in arms:
+        first = json.loads(Path(paths[0]).read_text())
+        owner = first.get("checkpoint") if isinstance(first, dict) else None
+        if not owner:
+            raise ValueError(f"jssp_table2: --arm {name}: {paths[0]} names no checkpoint.")
+        for label, row in merged_rows(paths, owner).items():
+            rows[f"{name}, {label}"] = row
+    return rows
+
+
 def published_rows() -> dict[str, dict[str, dict[str, Any]]]:
     """The paper's Table 2 as reference rows (gap %, the printed time kept as text)."""
     data = json.loads(PUBLISHED.read_text())
@@ -404,7 +430,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.shard is not None:
         return decode_shard(args)
-    table = {**merged_rows(args.merge, args.checkpoint), **baseline_rows(args.baseline)}
+    table = {
+        **merged_rows(args.merge, args.checkpoint),
+        **arm_rows(args.arm),
+        **baseline_rows(args.baseline),
+    }
     decoded: dict[tuple[str, str], list[Results]] = {}
     for method, group, seed in runs(args):
         decoded.setdefault((method, group), []).append(evaluate(args, group, method, seed))
@@ -417,6 +447,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "repeats": args.repeats,
         "chunk": args.chunk,
         "methods": {METHODS[m][0]: METHODS[m][1] for m in args.methods},
+        "arms": {name: paths for name, *paths in args.arm},
         "table": table,
     }
     if args.published:

@@ -335,6 +335,29 @@ def test_merge_and_published_rows(tiny_checkpoint: Path, tmp_path: Path) -> None
         script.merged_rows([str(tmp_path / "other.json")], str(tiny_checkpoint))
 
 
+def test_arm_rows_of_another_checkpoint(tiny_checkpoint: Path, tmp_path: Path) -> None:
+    """`--arm NAME FILE...` adds another checkpoint's rows under its name, each cell naming its
+    file; an arm mixing checkpoints, or without files, is refused."""
+    script = load_script("jssp_table2")
+    common = [f"checkpoint={tiny_checkpoint}", "--groups", "15x15", "--limit", "1"]
+    wor, other = tmp_path / "wor", tmp_path / "other"
+    done = script.main([*common, f"out={wor}", "--methods", "greedy", "--label", "wor.pt"])
+    script.main([*common, f"out={other}", "--methods", "beam16", "--label", "gd.pt"])
+    out = tmp_path / "both"
+    result = script.main([*common, f"out={out}", "--methods", "--arm", "SI WOR", f"{wor}.json"])
+    cell = result["table"]["SI WOR, greedy"]["15x15"]
+    assert cell["gap"] == done["table"]["greedy"]["15x15"]["gap"]
+    assert cell["source"] == f"{wor}.json"
+    assert result["arms"] == {"SI WOR": [f"{wor}.json"]}
+    assert "| SI WOR, greedy |" in out.with_suffix(".md").read_text()
+    with pytest.raises(ValueError, match="checkpoint"):
+        script.main(
+            [*common, f"out={out}", "--methods", "--arm", "x", f"{wor}.json", f"{other}.json"]
+        )
+    with pytest.raises(ValueError, match="--arm needs a name"):
+        script.main([*common, f"out={out}", "--methods", "--arm", "SI WOR"])
+
+
 def test_merge_joins_repeats_of_other_seeds(tiny_checkpoint: Path, tmp_path: Path) -> None:
     """Repeats of a stochastic cell run apart (other seeds, other files) join into one cell of
     their mean; the same seed twice, or other instances, are refused."""
