@@ -58,3 +58,11 @@ def test_readme_rows_are_the_json(published: dict) -> None:
         assert line is not None, label
         cells = [float(c.strip().rstrip("%")) for c in line.group(1).split("|")]
         assert cells == [published["table3_gap_pct"][rule][g] for g in GROUPS], label
+
+
+def test_l2d_greedy_row_is_the_one_table2_quotes(published: dict) -> None:
+    """L2D's own greedy gaps in its Table 3 are the L2D row of the Gumbeldore paper's Table 2
+    (data/jssp/taillard_table2_published.json): two transcriptions of one source agree."""
+    table2 = json.loads((DATA_DIR / "jssp" / "taillard_table2_published.json").read_text())
+    quoted = {group: cell["gap"] for group, cell in table2["rows"]["L2D, greedy"].items()}
+    assert quoted == published["table3_l2d_greedy_gap_pct"]["gaps"]
