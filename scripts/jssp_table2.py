@@ -24,15 +24,19 @@ references, labelled "(published)".
 results in `<out>.parts/`, so a stopped cell continues from its last finished chunk when the
 same command is rerun (a 100x20 cell takes hours on one CPU thread). The cell is the
 concatenation of its chunks, its time their sum; the folder is removed once `<out>.json` is
-written. `--shard I/N` (with `--chunk`) decodes only every N-th chunk of the command from the
-I-th on, and writes no table: N such processes side by side fill `<out>.parts/` in parallel (the
-GPU is latency-bound on one instance), and the same command without `--shard` then merges them.
+written. A kept chunk is taken only for the same checkpoint file (its meta and sha256, not its
+path), seed and instances, so a cell begun on a copy continues from the file elsewhere (a GPU
+window's checkout). `--shard I/N` (with `--chunk`) decodes only every N-th chunk of the command
+from the I-th on, and writes no table: N such processes side by side fill `<out>.parts/` in
+parallel (the GPU is latency-bound on one instance), and the same command without `--shard` then
+merges them.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import shutil
 import sys
@@ -206,16 +210,18 @@ def chunk(
     path = part_path(args, group, method, seed, offset, limit)
     if not path.exists():
         results = run(compose_cell(args, group, method, seed, offset, limit))
+        results.info["checkpoint_sha256"] = checkpoint_sha256(args.checkpoint)
         write_results(results, path)
         return results
     results = read_results(path)
     expected = {
-        "checkpoint": str(check_checkpoint(args.checkpoint, "jssp_table2")),
         "checkpoint_meta": checkpoint_meta(args.checkpoint),
         "seed": seed,
         "offset": offset,
         "limit": limit,
     }
+    if "checkpoint_sha256" in results.info:  # parts written before 2026-12-07 lack it
+        expected["checkpoint_sha256"] = checkpoint_sha256(args.checkpoint)
     differ = [key for key, value in expected.items() if results.info.get(key) != value]
     if results.dataset != f"taillard:{group}" or differ:
         raise ValueError(
@@ -224,6 +230,14 @@ def chunk(
             "those instances again."
         )
     return results
+
+
+@functools.cache
+def checkpoint_sha256(path: str) -> str:
+    """The checkpoint file's content digest: a chunk belongs to the file, not to its path, so a
+    cell started on a copy (say, on the CPU) continues from the same file elsewhere (a GPU
+    window's checkout)."""
+    return hashlib.sha256(check_checkpoint(path, "jssp_table2").read_bytes()).hexdigest()
 
 
 @functools.cache

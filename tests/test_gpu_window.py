@@ -76,14 +76,12 @@ def test_the_table2_plan_decodes_its_cells_in_parts_then_snapshots(repo: Path) -
         **os.environ,
         "NCO_METHODS": "greedy gd32x4",
         "NCO_GROUPS": "20x20 100x20",
-        "NCO_REPEATS": "4",
-        "NCO_SEED": "1235",
-        "NCO_TAG": "epoch99_s1235",
+        "NCO_RUNS": "epoch99_s1235:1235:4",
     }
     proc = dry_run(repo, "300", "table2", env=env)
     assert proc.returncode == 0, proc.stderr
     # 300 s less the 20 s reserve, less 40 s kept for the snapshot
-    assert steps(proc.stdout) == [("table2", 240), ("snapshot", 30)]
+    assert steps(proc.stdout) == [("table2_epoch99_s1235", 240), ("snapshot", 30)]
     assert "DEVICE=cuda" in proc.stdout and "SEED=1235 REPEATS=4" in proc.stdout
     assert (
         "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99_s1235 greedy:20x20 "
@@ -92,10 +90,21 @@ def test_the_table2_plan_decodes_its_cells_in_parts_then_snapshots(repo: Path) -
     assert "table2.tgz" in proc.stdout
 
 
-def test_the_table2_plan_defaults_to_the_missing_cell_of_the_shipped_policy(repo: Path) -> None:
+def test_the_table2_plan_defaults_to_the_missing_repeats_of_the_shipped_policy(
+    repo: Path,
+) -> None:
+    """By default the window continues the CPU's two GD 32x4 repeat cells on 100x20, one step
+    each; a run without seed and repeats passes neither."""
     proc = dry_run(repo, "300", "table2")
-    assert (
-        "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99 gd32x4:100x20" in proc.stdout
+    assert "SEED=1235 REPEATS=2" in proc.stdout
+    assert "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99_s1235 gd32x4:100x20" in (
+        proc.stdout
+    )
+    # the dry run's first step spends the budget, so the second cell's step is skipped
+    assert "skip table2_epoch99_s1237" in proc.stdout
+    proc = dry_run(repo, "300", "table2", env={**os.environ, "NCO_RUNS": "epoch99"})
+    assert "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99 gd32x4:100x20" in (
+        proc.stdout
     )
     assert "SEED=" not in proc.stdout and "REPEATS=" not in proc.stdout
 

@@ -140,6 +140,38 @@ def test_chunks_join_resume_and_refuse(
         script.parse_args([*base, "out=x", "--chunk", "0"])
 
 
+def test_kept_chunks_belong_to_the_file_not_its_path(
+    tiny_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chunk decoded from a copy of the checkpoint (a CPU cell run from /tmp) is taken as it is
+    by the same command on the original file (a GPU window's checkout); a file with the same meta
+    but other weights is refused by its sha256."""
+    script = load_script("jssp_table2")
+    copy = tmp_path / "copy" / "best.pt"
+    copy.parent.mkdir()
+    copy.write_bytes(tiny_checkpoint.read_bytes())
+    base = ["--groups", "15x15", "--limit", "1", "--methods", "greedy", "--chunk", "1"]
+    out = tmp_path / "cell"
+    args = script.parse_args([f"checkpoint={copy}", f"out={out}", *base])
+    kept = script.chunk(args, "15x15", "greedy", 1234, 0, 1)
+    part = tmp_path / "cell.parts" / "greedy_15x15_seed1234_0+1.json"
+    stored = json.loads(part.read_text())["info"]
+    assert stored["checkpoint"] == str(copy)
+    assert stored["checkpoint_sha256"] == script.checkpoint_sha256(str(tiny_checkpoint))
+
+    payload = torch.load(copy, weights_only=True)  # the same meta, one weight changed
+    name = next(iter(payload["weights"]))
+    payload["weights"][name] = payload["weights"][name] + 1.0
+    other = tmp_path / "other.pt"
+    torch.save(payload, other)
+    with pytest.raises(ValueError, match=r"greedy_15x15_seed1234_0\+1.json.*'checkpoint_sha256'"):
+        script.main([f"checkpoint={other}", f"out={out}", *base])
+
+    monkeypatch.setattr(script, "run", lambda cfg: pytest.fail("a kept chunk was decoded again"))
+    merged = script.main([f"checkpoint={tiny_checkpoint}", f"out={out}", *base])
+    assert merged["table"]["greedy"]["15x15"]["runs"][0]["objectives"] == kept.objectives
+
+
 def test_baseline_rows_and_bad_input(tmp_path: Path) -> None:
     """A results JSON becomes a row labelled with its time limit; unknown groups, methods and
     non-Taillard baselines raise ValueError."""
