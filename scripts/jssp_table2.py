@@ -242,8 +242,8 @@ def checkpoint_sha256(path: str) -> str:
 
 @functools.cache
 def checkpoint_meta(path: str) -> Any:
-    """The checkpoint's meta as a results JSON stores it: tells a chunk of this file from one
-    decoded with another file at the same path."""
+    """The checkpoint's meta as a results JSON stores it: with the sha256 where a chunk has one,
+    tells a chunk of this file (at any path) from one decoded with another file."""
     return json.loads(json.dumps(checkpoint.load(check_checkpoint(path, "jssp_table2")).meta))
 
 
