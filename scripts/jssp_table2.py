@@ -38,6 +38,7 @@ import argparse
 import functools
 import hashlib
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -240,6 +241,13 @@ def checkpoint_sha256(path: str) -> str:
     return hashlib.sha256(check_checkpoint(path, "jssp_table2").read_bytes()).hexdigest()
 
 
+def merge_sha256(args: argparse.Namespace) -> str | None:
+    """The sha256 `--merge` files' marks are checked against: the checkpoint's, when there is
+    something to merge and the file is there (an assembly-only run may name a path alone)."""
+    merging = args.merge and Path(args.checkpoint).is_file()
+    return checkpoint_sha256(args.checkpoint) if merging else None
+
+
 @functools.cache
 def checkpoint_meta(path: str) -> Any:
     """The checkpoint's meta as a results JSON stores it: with the sha256 where a chunk has one,
@@ -361,18 +369,33 @@ def joined_repeats(
     return {**summary(runs), "source": f"{old['source']}, {new['source']}"}
 
 
-def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """Rows of earlier outputs of this script for `checkpoint`, each cell naming its file(s);
-    a stochastic cell in several files joins their runs (`joined_repeats`)."""
+SHA_MARK = re.compile(r"sha256 ([0-9a-f]{6,64})")
+
+
+def same_file(label: str, checkpoint: str, sha256: str | None) -> bool:
+    """Whether an output's `checkpoint` label names `checkpoint`: it starts with that path and,
+    where the label marks the file's sha256 (`--label "best.pt (= epoch 99, sha256 cb52b44c...)"`)
+    and `sha256` is known, the mark is its prefix, so a shipped path's older files stay out."""
+    mark = SHA_MARK.search(label)
+    return label.startswith(checkpoint) and (
+        mark is None or sha256 is None or sha256.startswith(mark.group(1))
+    )
+
+
+def merged_rows(
+    paths: list[str], checkpoint: str, sha256: str | None = None
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Rows of earlier outputs of this script for `checkpoint` (`same_file`), each cell naming
+    its file(s); a stochastic cell in several files joins their runs (`joined_repeats`)."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
         if not isinstance(data, dict) or not isinstance(data.get("table"), dict):
             raise ValueError(f"jssp_table2: {path} is no output of this script (no 'table').")
-        if not str(data.get("checkpoint", "")).startswith(checkpoint):
+        if not same_file(str(data.get("checkpoint", "")), checkpoint, sha256):
             raise ValueError(
                 f"jssp_table2: {path} holds results of checkpoint {data.get('checkpoint')!r}, "
-                f"expected {checkpoint!r}."
+                f"expected {checkpoint!r}" + (f" (sha256 {sha256[:8]}...)." if sha256 else ".")
             )
         for label, row in data["table"].items():
             cells = rows.setdefault(label, {})
@@ -386,14 +409,17 @@ def merged_rows(paths: list[str], checkpoint: str) -> dict[str, dict[str, dict[s
 
 def arm_rows(arms: list[list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
     """Rows of other checkpoints (`--arm NAME FILE...`): each arm's files merged as `--merge`
-    merges, all for the checkpoint its first file names, labelled "NAME, <row>"."""
+    merges, all for the checkpoint its first file names (its path, before any " (", and its
+    sha256 mark), labelled "NAME, <row>"."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for name, *paths in arms:
         first = json.loads(Path(paths[0]).read_text())
         owner = first.get("checkpoint") if isinstance(first, dict) else None
         if not owner:
             raise ValueError(f"jssp_table2: --arm {name}: {paths[0]} names no checkpoint.")
-        for label, row in merged_rows(paths, owner).items():
+        mark = SHA_MARK.search(owner)
+        path = owner.split(" (", 1)[0]
+        for label, row in merged_rows(paths, path, mark.group(1) if mark else None).items():
             rows[f"{name}, {label}"] = row
     return rows
 
@@ -445,7 +471,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.shard is not None:
         return decode_shard(args)
     table = {
-        **merged_rows(args.merge, args.checkpoint),
+        **merged_rows(args.merge, args.checkpoint, merge_sha256(args)),
         **arm_rows(args.arm),
         **baseline_rows(args.baseline),
     }

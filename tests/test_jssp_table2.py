@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -388,6 +389,30 @@ def test_arm_rows_of_another_checkpoint(tiny_checkpoint: Path, tmp_path: Path) -
         )
     with pytest.raises(ValueError, match="--arm needs a name"):
         script.main([*common, f"out={out}", "--methods", "--arm", "SI WOR"])
+
+
+def test_merge_refuses_an_older_file_of_the_same_path(
+    tiny_checkpoint: Path, tmp_path: Path
+) -> None:
+    """A label's sha256 mark must be the merged checkpoint's: outputs of the file shipped before
+    under the same path stay out of the table (also through `main`), and an arm takes only the
+    files of its first file's checkpoint."""
+    script = load_script("jssp_table2")
+    sha = hashlib.sha256(tiny_checkpoint.read_bytes()).hexdigest()
+    common = [f"checkpoint={tiny_checkpoint}", "--groups", "15x15", "--limit", "1"]
+    now, old = tmp_path / "now", tmp_path / "old"
+    for out, mark in ((now, sha[:8]), (old, "cb52b44c")):
+        label = f"{tiny_checkpoint} (= epoch 1, sha256 {mark}...) on one thread"
+        script.main([*common, f"out={out}", "--methods", "greedy", "--label", label])
+    assert "greedy" in script.merged_rows([f"{now}.json"], str(tiny_checkpoint), sha)
+    with pytest.raises(ValueError, match=f"sha256 {sha[:8]}"):
+        script.merged_rows([f"{old}.json"], str(tiny_checkpoint), sha)
+    with pytest.raises(ValueError, match="expected"):
+        script.main([*common, f"out={tmp_path / 't'}", "--methods", "--merge", f"{old}.json"])
+    arm = script.arm_rows([["before", f"{old}.json"]])
+    assert arm["before, greedy"]["15x15"]["source"] == f"{old}.json"
+    with pytest.raises(ValueError, match="expected"):
+        script.arm_rows([["before", f"{old}.json", f"{now}.json"]])
 
 
 def test_merge_joins_repeats_of_other_seeds(tiny_checkpoint: Path, tmp_path: Path) -> None:
