@@ -90,23 +90,24 @@ def test_the_table2_plan_decodes_its_cells_in_parts_then_snapshots(repo: Path) -
     assert "table2.tgz" in proc.stdout
 
 
-def test_the_table2_plan_defaults_to_the_missing_repeats_of_the_shipped_policy(
+def test_the_table2_plan_defaults_to_the_missing_runs_of_the_shipped_policy(
     repo: Path,
 ) -> None:
-    """By default the window continues the CPU's two GD 32x4 repeat cells on 100x20, one step
-    each; a run without seed and repeats passes neither."""
+    """By default the window decodes the shipped file's GD 32x4 cells the CPU needs longest for,
+    seed 1234 first, then the repeat runs under the CPU's tags; a run without seed and repeats
+    passes neither."""
     proc = dry_run(repo, "300", "table2")
+    assert "SEED=" not in proc.stdout.split("skip")[0]
+    assert (
+        "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch120 gd32x4:100x20 "
+        "gd32x4:50x20 gd32x4:50x15 gd32x4:30x20"
+    ) in proc.stdout
+    # the dry run's first step spends the budget, so the repeat cells' steps are skipped
+    assert (
+        "skip table2_epoch120_s1235" in proc.stdout and "skip table2_epoch120_s1237" in proc.stdout
+    )
+    proc = dry_run(repo, "300", "table2", env={**os.environ, "NCO_RUNS": "epoch120_s1235:1235:2"})
     assert "SEED=1235 REPEATS=2" in proc.stdout
-    assert "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99_s1235 gd32x4:100x20" in (
-        proc.stdout
-    )
-    # the dry run's first step spends the budget, so the second cell's step is skipped
-    assert "skip table2_epoch99_s1237" in proc.stdout
-    proc = dry_run(repo, "300", "table2", env={**os.environ, "NCO_RUNS": "epoch99"})
-    assert "scripts/jssp_cells.sh data/checkpoints/jssp/best.pt epoch99 gd32x4:100x20" in (
-        proc.stdout
-    )
-    assert "SEED=" not in proc.stdout and "REPEATS=" not in proc.stdout
 
 
 def test_an_unknown_plan_or_a_bad_budget_is_refused(repo: Path) -> None:
