@@ -409,8 +409,8 @@ def merged_rows(
 
 def arm_rows(arms: list[list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
     """Rows of other checkpoints (`--arm NAME FILE...`): each arm's files merged as `--merge`
-    merges, all for the checkpoint its first file names (its path, before any " (", and its
-    sha256 mark), labelled "NAME, <row>"."""
+    merges, all for the checkpoint its first file names (its whole label; where that marks a
+    sha256, its path before " (" and the mark), labelled "NAME, <row>"."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for name, *paths in arms:
         first = json.loads(Path(paths[0]).read_text())
@@ -418,7 +418,7 @@ def arm_rows(arms: list[list[str]]) -> dict[str, dict[str, dict[str, Any]]]:
         if not owner:
             raise ValueError(f"jssp_table2: --arm {name}: {paths[0]} names no checkpoint.")
         mark = SHA_MARK.search(owner)
-        path = owner.split(" (", 1)[0]
+        path = owner.split(" (", 1)[0] if mark else owner
         for label, row in merged_rows(paths, path, mark.group(1) if mark else None).items():
             rows[f"{name}, {label}"] = row
     return rows
